@@ -1,4 +1,4 @@
-"""What ``fit`` offers a model named by its catalogue id that does not fit one home card (memory/offload_suggest.py,
+"""What ``fit`` offers a model named by its catalogue id that does not fit one home card (memory/engine_suggest.py, memory/offload_suggest.py,
 memory/suggest.py): another engine's build split by layers where none holds it on the GPU alone, no offer at a
 context below the floor, and a published file before a conversion or the planned format (a MoE model's expert
 offload and its fewer bits at a shorter context too); every offered command fits when run. (An Ollama tag plans its
@@ -13,7 +13,9 @@ import pytest
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps, whole_steps
 from inferplan.memory.fit import fit, plan_memory, resolve_model
-from inferplan.memory.offload_suggest import _fewer_bits_shorter, _has_file, _on_engine, context_floor
+from inferplan.memory.engine_suggest import on_engine
+from inferplan.memory.offload_suggest import context_floor
+from inferplan.memory.smaller_builds import fewer_bits_shorter, has_file
 from inferplan.memory.suggest import fit_or_suggest, longest_context
 
 
@@ -91,7 +93,7 @@ def test_an_expert_offload_elsewhere_runs_a_published_file_before_the_planned_fo
     d, offers = _offers(model, gpu, catalog)
     (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
     q = moe.changes["quantization"]
-    assert _has_file(resolve_model(catalog, model), q) and q != "bf16", moe.summary
+    assert has_file(resolve_model(catalog, model), q) and q != "bf16", moe.summary
     assert "published" in moe.summary and _fits(d, moe.changes, catalog)
     planned = {k: v for k, v in moe.changes.items() if k not in ("quantization", "host_memory_gb")}
     as_planned = fit(d.model_copy(update={**planned, "host_memory_gb": 1e6}), catalog)  # the same experts in bf16
@@ -145,31 +147,31 @@ def _on_llamacpp(model: str, gpu: str, catalog, drop_file: str | None = None):
     card = mp.spec.card
     kept = tuple(k.model_copy(update={"repo": None}) if k.quantization == drop_file else k for k in card.checkpoints)
     mp = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, card=card.model_copy(update={"checkpoints": kept})))
-    return _on_engine(d, "llamacpp", catalog)[0], mp
+    return on_engine(d, "llamacpp", catalog)[0], mp
 
 
 def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_as_long(catalog):
     there, mp = _on_llamacpp("gemma-4-26b-a4b", "rtx-4090", catalog)  # Q5_K_M holds the longest step too
-    q, tokens = _fewer_bits_shorter(there, mp, catalog)
-    assert q.id == "gguf-q4_k_m" and _has_file(mp.spec, q.id) and tokens == 262144 - CONTEXT_STEP_TOKENS
+    q, tokens = fewer_bits_shorter(there, mp, catalog)
+    assert q.id == "gguf-q4_k_m" and has_file(mp.spec, q.id) and tokens == 262144 - CONTEXT_STEP_TOKENS
 
 
 def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_longer(catalog):
     there, mp = _on_llamacpp("qwen3-coder-30b-a3b", "rtx-5090", catalog, drop_file="gguf-q4_k_m")
-    q, tokens = _fewer_bits_shorter(there, mp, catalog)  # Q8_0 a download; Q4_K_M now a conversion holding more
+    q, tokens = fewer_bits_shorter(there, mp, catalog)  # Q8_0 a download; Q4_K_M now a conversion holding more
     assert q.id == "gguf-q8_0" and context_floor(catalog) <= tokens
-    converted = _fewer_bits_shorter(there, mp, catalog, keep=lambda f: f == "gguf-q4_k_m")
+    converted = fewer_bits_shorter(there, mp, catalog, keep=lambda f: f == "gguf-q4_k_m")
     assert converted[0].id == "gguf-q4_k_m" and converted[1] > tokens
 
 
 def test_an_expert_offload_search_runs_once_per_build_where_none_fits_the_host_ram(catalog, monkeypatch):
-    import inferplan.memory.offload_suggest as offload_suggest
-    searched, search = [], offload_suggest._expert_offload
+    import inferplan.memory.engine_suggest as engine_suggest
+    searched, search = [], engine_suggest._expert_offload
 
     def counted(at, mp, cat, least, built=None):
         searched.append((at.engine, at.quantization, built and built.id))
         return search(at, mp, cat, least, built)
-    monkeypatch.setattr(offload_suggest, "_expert_offload", counted)
+    monkeypatch.setattr(engine_suggest, "_expert_offload", counted)
     d = Deployment(model="gpt-oss-120b", gpu="rtx-4090", host_memory_gb=16)  # its published file's offload needs more
     assert not [s for s in fit_or_suggest(d, catalog).suggestions if s.changes.get("n_cpu_moe")]
     assert searched and len(searched) == len(set(searched)), searched

@@ -36,8 +36,8 @@ def test_a_money_control_starts_at_the_catalogue_default(control_id, attribute, 
 def test_the_site_dependent_money_controls_show_the_rates_the_plan_used():
     """Electricity, PUE and colocation: each control sends its scenario field, and after a plan its
     placeholder is the rate the server's plan used for it (``result.rates``), not a figure in the page."""
-    script = (STATIC / "app.js").read_text()
-    pairs = dict(re.findall(r'\["(\w+)", "(\w+)"\]', re.search(r"const SITE_RATES = \[(.*?)\];", script).group(1)))
+    form, script = (STATIC / "form.js").read_text(), (STATIC / "app.js").read_text()
+    pairs = dict(re.findall(r'\["(\w+)", "(\w+)"\]', re.search(r"const SITE_RATES = \[(.*?)\];", form).group(1)))
     assert pairs == {"electricity": "electricity_usd_per_kwh", "pue": "pue", "colocation": "colocation_usd_per_kw_month"}
     for control, field in pairs.items():
         assert _attribute(control, "data-field") == f"scenario.money.{field}"

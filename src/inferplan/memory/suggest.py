@@ -35,7 +35,8 @@ from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
-from inferplan.memory.offload_suggest import build_elsewhere, expert_offload_elsewhere, layer_split_here, weights_bytes
+from inferplan.memory.engine_suggest import build_elsewhere, expert_offload_elsewhere, layer_split_here
+from inferplan.memory.smaller_builds import weights_bytes
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,

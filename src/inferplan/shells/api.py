@@ -4,8 +4,8 @@ Handlers are thin: parse the request into the library's models, call one library
 return its model. ``InferplanError`` becomes 422 naming the field (404 for unknown catalogue
 entries and saved items, 409 for a taken name); request validation is a 422, a body that is not
 JSON a 400, each in the one error shape of ``api_guard`` (which also caps bodies, checks the Host
-and adds security headers: docs/reliability.md). OpenAPI 3.1 at /openapi.json, docs at /docs, the
-calculator at /.
+and adds security headers: docs/reliability.md), answered by ``api_errors``. OpenAPI 3.1 at
+/openapi.json, docs at /docs, the calculator at /.
 """
 
 from __future__ import annotations
@@ -16,13 +16,9 @@ from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Path as PathParam, Query, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, ValidationError, field_validator
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import compile_path
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -30,20 +26,17 @@ from inferplan.catalog.query import KINDS, SearchHit, list_entries, search, show
 from inferplan.errors import (
     AmbiguousNameError,
     CatalogError,
-    ConflictError,
     InferplanError,
     InvalidScenarioError,
-    OutOfTimeError,
     UnknownHardwareError,
     UnknownModelError,
 )
-from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.suggest import fit_or_suggest
-from inferplan.shells.api_keys import SearchBody, accepted_keys, alias_properties, as_sent, body_model
-from inferplan.shells.api_query import known_query, taken_query_text
+from inferplan.shells.api_keys import SearchBody, alias_properties
+from inferplan.shells.api_query import known_query
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -53,6 +46,9 @@ from inferplan.economics.scenario import Platform, Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
+from inferplan.shells.api_errors import add_error_handlers, in_body
+from inferplan.shells.api_models import (Comparison, FrontierRequest, PerfRequest, RenameRequest, SaveScenarioRequest,
+                                         Validation)
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_fits import router as fits_router
@@ -62,113 +58,18 @@ from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
 from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
-    HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
+    HeadAsGet, HostCheck, ItemId, SecurityHeaders, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router, upload_schemas
-from inferplan.shells.pydantic_errors import allowed_by, error_message, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
-from inferplan.validation.memory import MemoryValidation, validate_memory
-from inferplan.validation.speed import SpeedValidation, validate_speed
+from inferplan.validation.memory import validate_memory
+from inferplan.validation.speed import validate_speed
 
 STATIC = Path(__file__).parent / "static"
 # a name in a path is as long as a name in a body may be: a 404 quotes it, so 100 kB of it made a 200 kB reply
 CatalogKind = Annotated[str, PathParam(max_length=200)]
 CatalogName = Annotated[str, PathParam(max_length=300, description="id or alias (a repo id alias holds a slash)")]
-
-def _allowed(error: dict, model, request: Request) -> str | None:
-    """What a request error's place takes: in the body, read from the body's model too; a query or path
-    parameter's from the route's declaration of it (``?days=NaN``: "a whole number at least 0 and at most 100000")."""
-    in_body = list(error["loc"])[1:] if error["loc"] and error["loc"][0] == "body" else None
-    return allowed_by(error, model if in_body is not None else None, in_body) or _param_takes(error["loc"], request)
-
-
-def _param_takes(loc, request: Request) -> str | None:
-    route = request.scope.get("route")
-    if len(loc) != 2 or loc[0] not in ("query", "path") or route is None or not hasattr(route, "dependant"):
-        return None
-    params = route.dependant.query_params if loc[0] == "query" else route.dependant.path_params
-    info = next((p.field_info for p in params if p.alias == loc[1]), None)
-    return None if info is None else takes(info.annotation, info)
-
-
-def _json_field(field: str | None) -> list[str]:
-    """A domain field (max_model_len, or a dotted scenario path) as its place in a request's JSON body."""
-    if not field:
-        return ["body"]
-    return ["body", *field.split(".")]
-
-
-class PerfRequest(Input):
-    deployment: Deployment
-    workload: Workload = Workload()
-
-    @field_validator("deployment")
-    @classmethod
-    def _no_fit_concurrency(cls, value: Deployment) -> Deployment:
-        if value.concurrency is not None:
-            raise ValueError("deployment.concurrency belongs to /api/fit; a speed request takes workload.concurrency")
-        return value
-
-
-class FrontierRequest(PerfRequest):
-    points: int = Field(24, ge=2, le=256)
-
-    @field_validator("workload")
-    @classmethod
-    def _sweeps_concurrency(cls, value: Workload) -> Workload:
-        if "concurrency" in value.model_fields_set:
-            raise ValueError("the frontier sweeps concurrency itself: leave workload.concurrency out (points sets how many levels)")
-        return value
-
-
-class SaveScenarioRequest(Input):
-    name: str = Field(min_length=1, max_length=200)
-    scenario: Scenario
-    replace: bool = Field(False, description="replace a scenario saved under this name (else 409)")
-
-
-class RenameRequest(Input):
-    name: str = Field(min_length=1, max_length=200)
-
-
-class Comparison(BaseModel):
-    a: PlanView
-    b: PlanView
-
-
-class Validation(BaseModel):
-    memory: MemoryValidation | None = None
-    speed: SpeedValidation | None = None
-
-
-def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> InferplanError:
-    """Re-address a library error's domain field (quantization) to where it sits in this request's
-    body (deployment.quantization), so the 422 names the JSON path."""
-    key = exc.field or ""
-    for prefix, model in parts:
-        if key and key.split(".")[0] in model.model_fields:
-            exc.field = f"{prefix}.{key}"
-            break
-    return exc
-
-
-def _error(status: int, exc: InferplanError, request: Request | None = None) -> JSONResponse:
-    return error_response(status, [error_item(_location(exc.field, request), exc, type(exc).__name__, exc.allowed)])
-
-
-def _location(field: str | None, request: Request | None) -> list[str]:
-    """Where the named input sits: a path parameter (/api/scenarios/{scenario_id}), a query parameter
-    (?a=), or the JSON body."""
-    if request is not None and field:
-        path = dict(request.path_params)
-        if field in path:
-            return ["path", field]
-        if field in request.query_params:
-            return ["query", field]
-        if field == "id" and len(path) == 1:  # the store names a saved item's id whatever the route calls it
-            return ["path", next(iter(path))]
-    return as_sent(_json_field(field), request)
 
 
 def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[str] | None = None,
@@ -185,54 +86,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(SecurityHeaders)
+    add_error_handlers(app)
     store = Store(db_path)
     app.state.store = store
 
     catalogue_model = refuse_server_path  # the API plans catalogue models, never files on its disk
-
-    @app.exception_handler(RequestValidationError)
-    async def request_validation_error(request: Request, exc: RequestValidationError):
-        # each bad input is echoed as a short excerpt: a NaN, a lone surrogate or 15 MB cannot stall or break the reply
-        errors = exc.errors()
-        if errors and errors[0]["type"] == "json_invalid":  # not JSON at all: 400, with where it stops being JSON
-            e = errors[0]
-            reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
-            return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
-        model = body_model(request)  # the field at each error's place says what it takes
-        return error_response(422, [error_item(e["loc"], error_message(e), e["type"], (
-            (taken_query_text(request) if e["loc"][0] == "query" else accepted_keys(model, e["loc"]))
-            if e["type"] == "extra_forbidden" else None) or _allowed(e, model, request),
-                                               **({"input": e["input"]} if "input" in e else {})) for e in errors])
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
-        if exc.status_code == 405:  # Starlette's Allow names the first route at the path; list every route's
-            said = {m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()}
-            methods = said | {m.upper() for pattern, ms in _schema_paths() if pattern.match(request.url.path) for m in ms}
-            methods = sorted(methods | ({"HEAD"} if "GET" in methods else set()))  # HEAD: api_guard.HeadAsGet
-            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
-        return http_exception_response(exc)
-
-    def _schema_paths() -> list[tuple[Any, list[str]]]:
-        if not hasattr(app.state, "schema_paths"):  # each path of the schema as a pattern, with its methods
-            app.state.schema_paths = [(compile_path(path)[0], list(ops)) for path, ops in app.openapi()["paths"].items()]
-        return app.state.schema_paths
-
-    @app.exception_handler(ValidationError)
-    async def library_validation_error(request: Request, exc: ValidationError):
-        # a domain object the library builds from valid request parts turned out inconsistent
-        first = exc.errors()[0]
-        return error_response(422, [error_item(["body", *first["loc"]], error_message(first), first["type"], allowed_by(first))])
-
-    @app.exception_handler(InferplanError)
-    async def inferplan_error(request: Request, exc: InferplanError):
-        # 404: a path names something that does not exist; 409: it would replace a saved one; 422: a body is wrong
-        status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 422
-        if isinstance(exc, OutOfTimeError):  # a search past its own time limit: a 503 without Retry-After, as the
-            # same request asked again runs past it again (a busy server's 503s, api_work's, carry Retry-After)
-            allowed = exc.allowed and f"{exc.allowed}; the same request asked again runs past the limit again"
-            return error_response(503, [error_item(_location(exc.field, request), exc, type(exc).__name__, allowed)])
-        return _error(status, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:
         system_id = None
@@ -253,7 +111,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             return plan_view(request.model_copy(update={"scenario": scenario}),
                              with_user_profiles(load_catalog(), store.user_runs()), quote_note=note)
         except InferplanError as exc:
-            raise _in_body(exc, ("scenario", Scenario)) from None
+            raise in_body(exc, ("scenario", Scenario)) from None
 
     app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
     app.include_router(measurements_router)  # shells/api_measurements.py
@@ -313,7 +171,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         try:
             return estimate(r.deployment, r.workload, user_runs=store.user_runs())
         except InferplanError as exc:
-            raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
+            raise in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
     @app.post("/api/frontier", tags=["speed"])
     def frontier_route(r: FrontierRequest) -> Frontier:
@@ -321,7 +179,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         try:
             return frontier(r.deployment, r.workload, points=r.points, user_runs=store.user_runs())
         except InferplanError as exc:
-            raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
+            raise in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
     @app.post("/api/plan", tags=["economics"], response_model=PlanView)
     def plan_route(r: PlanRequest) -> Response:
@@ -336,7 +194,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         try:
             return memory_view(r.scenario, with_user_profiles(load_catalog(), store.user_runs()))
         except InferplanError as exc:
-            raise _in_body(exc, ("scenario", Scenario)) from None
+            raise in_body(exc, ("scenario", Scenario)) from None
 
     @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
               responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})
@@ -369,7 +227,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         try:
             check_references(r.scenario, load_catalog())
         except InferplanError as exc:
-            raise _in_body(exc, ("scenario", Scenario)) from None
+            raise in_body(exc, ("scenario", Scenario)) from None
         view(PlanRequest(scenario=r.scenario, draws=0))  # saved only if it plans: compare never meets a broken one
         return store.save_scenario(r.name, r.scenario, replace=r.replace)
 
