@@ -14,7 +14,8 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
 picks on a software stack (SGLang 0.5.6: AITER on ROCm, x 0.85 above a context of 8,192 tokens). The numbers are in the
 engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
 ``ReleaseDefaults``, on an engine release's memory rule, changes them from a release on: other tiers
-(SGLang 0.5.20's for 20-35 GiB GPUs), a stated max_num_seqs capping the graph batch (SGLang 0.5.22) and the
+(SGLang before 0.4.7: no chunked prefill by default before 0.2.13, a fixed 8,192-token chunk to 0.3.5, then 2,048
+below 25,000 MiB; 0.5.20's for 20-35 GiB GPUs), a stated max_num_seqs capping the graph batch (SGLang 0.5.22) and the
 prefill CUDA graphs captured by default (SGLang from 0.5.10: ``catalog/prefill_graphs.py``).
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
@@ -142,6 +143,9 @@ class ReleaseTiers(Input):
 
     first_release: str  # inclusive, inside the rule's range
     tiers: GpuMemoryTiers
+    # False: chunked prefill is off by default, so a prompt runs whole and the prompt step holds the tier's
+    # tokens or the longest prompt (the max model length), the larger (SGLang before 0.2.13's max_prefill_tokens)
+    chunked_prefill: bool = True
     sources: tuple[str, ...] = Field(min_length=1)
     note: str = ""
 
@@ -184,10 +188,20 @@ class ReleaseDefaults(Input):
         reached = [p for p in self.prefill_graphs if _from(release, p.first_release)]
         return max(reached, key=lambda p: release_key(p.first_release)) if reached else None
 
+    def _tiers_entry(self, release: str | None) -> ReleaseTiers | None:
+        reached = [t for t in self.tiers if _from(release, t.first_release)]
+        return max(reached, key=lambda t: release_key(t.first_release)) if reached else None
+
     def tiers_at(self, release: str | None, stated: tuple[GpuMemoryTier, ...]) -> tuple[GpuMemoryTier, ...]:
         """The tiers at ``release`` (a release number; None: the newest): the latest entry reached, else ``stated``."""
-        reached = [t for t in self.tiers if _from(release, t.first_release)]
-        return max(reached, key=lambda t: release_key(t.first_release)).tiers if reached else stated
+        entry = self._tiers_entry(release)
+        return entry.tiers if entry else stated
+
+    def chunks_prompts(self, release: str | None) -> bool:
+        """Whether the engine splits a prompt into chunks by default at ``release`` (None: the newest); where it
+        does not, the prompt step holds the tier's tokens or the longest prompt, the larger."""
+        entry = self._tiers_entry(release)
+        return entry is None or entry.chunked_prefill
 
     def caps_graph_batch(self, release: str | None) -> bool:
         """Whether a stated max_num_seqs caps the graph batch at ``release`` (None: the newest)."""

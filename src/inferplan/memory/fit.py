@@ -212,7 +212,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     rule = memory_rule(catalog, engine.id, d.engine_version)
     check_engine_loads(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
                        quant.id)
-    profile_len = planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
+    whole_prompts = rule.gpu_memory_defaults and not rule.gpu_memory_defaults.chunks_prompts(
+        rule.planned_release(d.engine_version))  # the step budget then holds the longest prompt
+    profile_len = planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" or whole_prompts \
+        else None
     scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     prefill, prefill_off = prefill_capture(rule, engine.name, d, spec.architecture, hw.accel.software.value,

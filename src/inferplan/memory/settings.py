@@ -2,8 +2,8 @@
 of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM's 70 GiB switch,
 SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
 the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
-sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size; SGLang
-changes its tiers from 0.5.20, keeps memory out for the prefill CUDA graphs it captures by default from 0.5.10
+sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size and its
+chunk by release, a prompt whole before 0.2.13; SGLang changes its tiers from 0.5.20, keeps memory out for the prefill CUDA graphs it captures by default from 0.5.10
 (``memory/prefill_graphs.py``), caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22
 and sets the running requests itself with a speculative draft or for an architecture when none is stated:
 ``memory/release_running.py``). Without a stated max_num_seqs, or one a release sets itself, the requests a release
@@ -55,7 +55,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     at, defaults = (rule.planned_release(d.engine_version), rule.gpu_memory_defaults) if rule else (None, None)
     tier = tier_for(defaults.tiers_at(at, engine.defaults_by_gpu_memory) if defaults else engine.defaults_by_gpu_memory,
                     total_bytes)
-    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
+    # a release that runs a prompt whole (no chunked prefill by default) steps through the longest one at once
+    tier_tokens = tier and (tier.max_num_batched_tokens if not defaults or defaults.chunks_prompts(at) else
+                            max(tier.max_num_batched_tokens, max_len or 0))
+    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or tier_tokens or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
     # (the server's total, divided over its DP attention ranks as a stated total is), after the tier's graph batch

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from inferplan.catalog.engine_support import engine_refusal
+from inferplan.catalog.flag_scope import stated_release
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import NamedBuild, named_build
@@ -357,14 +358,15 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
     # the routed experts split over the MoE layers' group: TP, or TP × DP where the ranks share them
     splits = [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3], quant=quant,
                                           expert_tp=None if c[3] else c[0] * c[2])]
-    return _launchable(catalog, splits, engine.id, p, systems)
+    return _launchable(catalog, splits, engine.id, p, systems, stated_release(base))
 
 
 def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,
-                systems: int) -> list[tuple[int, int, int, bool, int]]:
-    """The layouts the engine's launcher starts (``EngineFlags.launches_split``: llama.cpp's one
-    ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it runs); one it does
-    not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
+                systems: int, release: str | None = None) -> list[tuple[int, int, int, bool, int]]:
+    """The layouts the engine's launcher starts at ``release`` (None: the newest) (``EngineFlags.launches_split``:
+    a size above 1 needs its flag at that release, as ``fit`` and ``perf`` refuse it, so SGLang before 0.4.7 has no
+    pipeline stages; llama.cpp's one ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it
+    runs); one it does not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
     inside the fast-link domain — where the launcher starts that. An engine that spreads an instance over
     hosts by layers only (llama.cpp's RPC) keeps its tensor-parallel ranks on one host (a rack's compute tray)."""
     flags = flags_for(catalog, engine)
@@ -375,7 +377,7 @@ def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine:
     layers_only = bool(flags.multi_host) and all(m.layers_only for m in flags.multi_host)
 
     def starts(t: int, q: int) -> bool:  # llama.cpp's RPC spreads pipeline stages over hosts, never TP ranks
-        return flags.launches_split(t, q) and not (layers_only and t > host)
+        return flags.launches_split(t, q, release) and not (layers_only and t > host)
 
     out: list[tuple[int, int, int, bool, int]] = []
     for tp, pp, dp, ep, n in layouts:
