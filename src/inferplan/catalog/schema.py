@@ -325,6 +325,11 @@ class EngineDefaults(Frozen):
     kv_cache_dtypes_source: str | None = None
     kv_cache_dtypes_note: str | None = None
     kv_cache_dtypes_instead: dict[str, str] = Field(default_factory=dict)  # an id it lacks -> its nearest one
+    # the only KV-cache element types it runs a compressed-attention (DeepSeek-V4) cache in, the first its
+    # default; the note says why (empty: those of any model, the checkpoint's FP8 by default where stored)
+    compressed_attention_kv_cache_dtypes: tuple[str, ...] = ()
+    compressed_attention_kv_cache_dtypes_source: str | None = None
+    compressed_attention_kv_cache_dtypes_note: str | None = None
     # the cache's element type when none is asked for and the engine does not follow the model's dtype
     kv_cache_dtype_default: str | None = None
     kv_cache_dtype_default_source: str | None = None

@@ -1,0 +1,42 @@
+"""Engine facts read from engines.yaml, not keyed on an engine id in code: a catalogue copy whose engine
+record states otherwise gives another answer."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.registry import Registry
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+
+CAT = load_catalog()
+V4 = Deployment(model="deepseek-v4-flash", gpu="h200", gpus=8, engine="vllm")
+
+
+def _with_engine(engine: str, **changes):
+    """The shipped catalogue with ``engine``'s record changed."""
+    records = dict(CAT.engines.records)
+    records[engine] = records[engine].model_copy(update=changes)
+    return dataclasses.replace(CAT, engines=Registry(CAT.engines.kind, records))
+
+
+def test_vllm_runs_the_compressed_attention_cache_in_the_types_its_record_lists():
+    stated = V4.model_copy(update={"kv_cache_dtype": "bf16"})
+    with pytest.raises(InvalidScenarioError) as e:
+        plan_memory(stated, CAT)
+    assert e.value.field == "kv_cache_dtype" and e.value.allowed == "auto | fp8"
+    assert "vLLM runs DeepSeek V4 Flash 0731's compressed-attention cache in FP8 only" in str(e.value)
+    assert plan_memory(stated, _with_engine("vllm", compressed_attention_kv_cache_dtypes=())).result.kv_cache_dtype == "bf16"
+
+
+def test_the_compressed_attention_default_is_the_first_type_the_record_lists():
+    on_mac = Deployment(model="deepseek-v4-flash", gpu="m3-ultra", engine="vllm", quantization="mlx-4bit")
+    with pytest.raises(InvalidScenarioError) as e:  # vllm-metal stores no FP8 cache
+        plan_memory(on_mac, CAT)
+    assert "(vLLM runs DeepSeek-V4's compressed-attention cache in FP8 only)" in str(e.value)
+    assert plan_memory(on_mac, _with_engine("vllm", compressed_attention_kv_cache_dtypes=())).result.kv_cache_dtype == "bf16"
+    assert plan_memory(V4, _with_engine("vllm", compressed_attention_kv_cache_dtypes=("bf16", "fp8"))).result.kv_cache_dtype == "bf16"
