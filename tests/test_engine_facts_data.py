@@ -11,7 +11,9 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.registry import Registry
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
+from inferplan.performance.serving import estimate
 
 CAT = load_catalog()
 V4 = Deployment(model="deepseek-v4-flash", gpu="h200", gpus=8, engine="vllm")
@@ -40,3 +42,21 @@ def test_the_compressed_attention_default_is_the_first_type_the_record_lists():
     assert "(vLLM runs DeepSeek-V4's compressed-attention cache in FP8 only)" in str(e.value)
     assert plan_memory(on_mac, _with_engine("vllm", compressed_attention_kv_cache_dtypes=())).result.kv_cache_dtype == "bf16"
     assert plan_memory(V4, _with_engine("vllm", compressed_attention_kv_cache_dtypes=("bf16", "fp8"))).result.kv_cache_dtype == "bf16"
+
+
+def _graph_notes(catalog, engine: str) -> list[str]:
+    d = Deployment(model="llama-3.1-8b", accelerator="h100-sxm", gpus=1, engine=engine)
+    w = Workload(input_len=512, output_len=128, concurrency=8)
+    return [a for a in estimate(d, w, catalog).assumptions if "graphs on (its default)" in a]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_graphs_note_follows_the_records_captures_decode_graphs(engine):
+    assert _graph_notes(CAT, engine)
+    assert _graph_notes(_with_engine(engine, captures_decode_graphs=False), engine) == []
+
+
+def test_an_engine_recorded_as_capturing_decode_graphs_gets_the_note():
+    assert _graph_notes(CAT, "trtllm") == []
+    (note,) = _graph_notes(_with_engine("trtllm", captures_decode_graphs=True), "trtllm")
+    assert note.startswith("trtllm with CUDA/HIP graphs on")

@@ -396,6 +396,10 @@ class EngineDefaults(Frozen):
     # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
     # expert's tokens to the tile), or on vector kernels that compute only the rows there are
     # (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv); None: not stated, not padded
+    # it captures decode steps as CUDA (HIP) graphs unless told not to (vLLM --enforce-eager, SGLang
+    # --disable-cuda-graph): a speed figure's note says what it assumes of them
+    captures_decode_graphs: bool = False
+    captures_decode_graphs_source: str | None = None
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None
