@@ -60,3 +60,20 @@ def test_an_engine_recorded_as_capturing_decode_graphs_gets_the_note():
     assert _graph_notes(CAT, "trtllm") == []
     (note,) = _graph_notes(_with_engine("trtllm", captures_decode_graphs=True), "trtllm")
     assert note.startswith("trtllm with CUDA/HIP graphs on")
+
+
+QWEN_DRAFTED = Deployment(model="qwen3-8b", gpu="h100", speculative_tokens=3, speculative_method="draft_model",
+                          draft_checkpoint="Qwen/Qwen3-0.6B")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_draft_models_memory_is_counted_where_the_record_says_its_placement_is_read(engine):
+    d = QWEN_DRAFTED.model_copy(update={"engine": engine})
+    plain = plan_memory(Deployment(model="qwen3-8b", gpu="h100", engine=engine), CAT).result
+    shipped = plan_memory(d, CAT).result
+    flipped = plan_memory(d, _with_engine(engine, draft_model_memory_counted=engine != "vllm")).result
+    counted, not_counted = (shipped, flipped) if engine == "vllm" else (flipped, shipped)
+    assert counted.weights_bytes_per_gpu > plain.weights_bytes_per_gpu
+    assert not_counted.weights_bytes_per_gpu == plain.weights_bytes_per_gpu
+    assert any(f"speculative decoding by draft_model on {engine} with Qwen3 0.6B" in a for a in counted.assumptions)
+    assert any("its weights and KV are not counted" in a for a in not_counted.assumptions)

@@ -400,6 +400,10 @@ class EngineDefaults(Frozen):
     # --disable-cuda-graph): a speed figure's note says what it assumes of them
     captures_decode_graphs: bool = False
     captures_decode_graphs_source: str | None = None
+    # where it holds a separate draft model's weights and KV (speculative draft_model method) is read from its
+    # source and counted (memory/draft_model.py); otherwise the plan says they are not counted
+    draft_model_memory_counted: bool = False
+    draft_model_memory_counted_source: str | None = None
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None
