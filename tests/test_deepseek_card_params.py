@@ -1,5 +1,5 @@
 """DeepSeek-V3.2 and V4-Pro state their parameter counts: V4-Pro's card figures, V3.2's active count as the
-importer counts it from its config.json (its card states none), both listed by ``inferplan models``."""
+importer counts it from its config.json, both listed by ``inferplan models``."""
 
 from __future__ import annotations
 
