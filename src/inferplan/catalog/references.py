@@ -15,11 +15,11 @@ from inferplan.errors import CatalogError
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
-                        "pp_batch_limits", "expert_parallel", "expert_parallel_redundant", "moe_tp_spans_data_parallel",
+                        "pp_batch_limits", "captures_decode_graphs", "draft_model_memory_counted", "expert_parallel", "expert_parallel_redundant", "moe_tp_spans_data_parallel",
                         "pads_gemm_rows", "weight_only_gemm_row_blocks", "multi_gpu_split",
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
-                        "metal_max_instance_gpus", "metal_kv_cache_dtypes")
+                        "metal_max_instance_gpus", "metal_kv_cache_dtypes", "compressed_attention_kv_cache_dtypes")
 
 
 def check_references(catalog) -> None:
@@ -102,7 +102,7 @@ def check_references(catalog) -> None:
             raise CatalogError(f"engines:{engine.id}: converts_to needs converts_from", field=engine.id)
         default_kv = (engine.kv_cache_dtype_default,) if engine.kv_cache_dtype_default else ()
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values(),
-                      *default_kv, *(engine.metal_kv_cache_dtypes or ())):
+                      *default_kv, *(engine.metal_kv_cache_dtypes or ()), *engine.compressed_attention_kv_cache_dtypes):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
     for quant in catalog.quantizations:

@@ -325,6 +325,11 @@ class EngineDefaults(Frozen):
     kv_cache_dtypes_source: str | None = None
     kv_cache_dtypes_note: str | None = None
     kv_cache_dtypes_instead: dict[str, str] = Field(default_factory=dict)  # an id it lacks -> its nearest one
+    # the only KV-cache element types it runs a compressed-attention (DeepSeek-V4) cache in, the first its
+    # default; the note says why (empty: those of any model, the checkpoint's FP8 by default where stored)
+    compressed_attention_kv_cache_dtypes: tuple[str, ...] = ()
+    compressed_attention_kv_cache_dtypes_source: str | None = None
+    compressed_attention_kv_cache_dtypes_note: str | None = None
     # the cache's element type when none is asked for and the engine does not follow the model's dtype
     kv_cache_dtype_default: str | None = None
     kv_cache_dtype_default_source: str | None = None
@@ -391,6 +396,14 @@ class EngineDefaults(Frozen):
     # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
     # expert's tokens to the tile), or on vector kernels that compute only the rows there are
     # (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv); None: not stated, not padded
+    # it captures decode steps as CUDA (HIP) graphs unless told not to (vLLM --enforce-eager, SGLang
+    # --disable-cuda-graph): a speed figure's note says what it assumes of them
+    captures_decode_graphs: bool = False
+    captures_decode_graphs_source: str | None = None
+    # where it holds a separate draft model's weights and KV (speculative draft_model method) is read from its
+    # source and counted (memory/draft_model.py); otherwise the plan says they are not counted
+    draft_model_memory_counted: bool = False
+    draft_model_memory_counted_source: str | None = None
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None

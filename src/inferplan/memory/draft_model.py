@@ -3,8 +3,8 @@ it beside the target. vLLM builds the draft's own model config at the target's d
 quantization (``vllm/v1/worker/gpu/spec_decode/speculator_config.py`` ``DraftModelSpeculatorConfig.configure``,
 0.34.0), loads the whole draft (its own embeddings and output head, at the target's tensor parallelism) before
 the KV cache is sized, and gives its attention layers entries in the target's KV pool, as for an EAGLE-3 head
-(``vllm/v1/spec_decode/draft_model.py`` and ``llm_base_proposer.py`` ``load_model``, 0.31.0). Other engines:
-not counted, and said so."""
+(``vllm/v1/spec_decode/draft_model.py`` and ``llm_base_proposer.py`` ``load_model``, 0.31.0): ``engines.yaml``
+``draft_model_memory_counted``, with that source. Other engines: not counted, and said so."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
 
 FIELD = "draft_model"
-COUNTED_ON = ("vllm",)  # the engines whose placement of a draft model's memory is read from their source
 _ATTENTION = (LayerKind.FULL, LayerKind.SLIDING)
 ALLOWED = ("a smaller model of the same tokenizer: a catalogue model id or alias (qwen3-0.6b), its Hugging Face repo, "
            "or a config.json path")
@@ -28,13 +27,15 @@ ALLOWED = ("a smaller model of the same tokenizer: a catalogue model id or alias
 @dataclass(frozen=True)
 class DraftModelMemory:
     """The draft model a deployment runs, as ``engine`` holds it: weights bytes of one copy (0: not counted) and the
-    decoder layers that add KV entries to the target's pool (0: none counted)."""
+    decoder layers that add KV entries to the target's pool (0: none counted); ``counted``: whether the engine's
+    placement of them is catalogued (``engines.yaml`` ``draft_model_memory_counted``)."""
 
     name: str
     spec: ModelSpec
     engine: str
     weight_bytes: float
     kv_layers: int
+    counted: bool = True
 
     def weight_bytes_per_gpu(self, tensor_parallel_size: int) -> float:
         """Split over the tensor-parallel ranks: vLLM runs the draft at the target's tensor parallelism."""
@@ -56,7 +57,8 @@ def with_draft_model(catalog, d: Deployment, draft_model: str | None) -> Deploym
 
 
 def draft_model_memory(catalog, d: Deployment, spec: ModelSpec, engine: str) -> DraftModelMemory | None:
-    """The draft model ``d`` runs as ``engine`` holds it (None: none). On vLLM its native checkpoint's weights and,
+    """The draft model ``d`` runs as ``engine`` holds it (None: none). On an engine whose placement of it is
+    catalogued (``draft_model_memory_counted``: vLLM) its native checkpoint's weights and,
     where its attention layers have the target's KV shape, each of them as one of the target's full-attention
     layers. A draft of another vocabulary (vLLM refuses it) or another KV shape (a pool of mixed shapes is not
     modelled) is refused naming ``draft_model``."""
@@ -66,12 +68,13 @@ def draft_model_memory(catalog, d: Deployment, spec: ModelSpec, engine: str) -> 
         raise InvalidScenarioError("one draft per deployment: a draft model beside an MTP or EAGLE-3 draft", field=FIELD,
                                    allowed="no draft_checkpoint with mtp_draft or eagle3_draft", names=("mtp_draft", "eagle3_draft"))
     draft = resolve_model(catalog, d.draft_checkpoint, FIELD)
-    if engine not in COUNTED_ON:
-        return DraftModelMemory(d.draft_checkpoint, draft, engine, 0.0, 0)
+    record = catalog.engine(engine)
+    if not record.draft_model_memory_counted:
+        return DraftModelMemory(d.draft_checkpoint, draft, engine, 0.0, 0, counted=False)
     ours, theirs = (m.architecture.vocab_size if m.architecture else None for m in (draft, spec))
     if ours and theirs and ours != theirs:  # vLLM refuses it (SpeculativeConfig.verify_equal_vocab_size_if_draft_model)
         raise InvalidScenarioError(f"draft model {draft.name} has a vocabulary of {ours:,} tokens, {spec.name} one of "
-                                   f"{theirs:,}: vLLM drafts only with the target's vocabulary", field=FIELD,
+                                   f"{theirs:,}: {record.name} drafts only with the target's vocabulary", field=FIELD,
                                    allowed=f"a draft with {spec.name}'s tokenizer ({theirs:,} tokens)")
     quant = catalog.quantization(draft.checkpoints[0].quantization if draft.checkpoints else "bf16")
     weights = weight_bytes(draft, quant).total_bytes
@@ -103,11 +106,11 @@ def draft_model_kv_architecture(arch: Architecture | None, plan: DraftModelMemor
 def draft_model_notes(plan: DraftModelMemory | None, tensor_parallel_size: int) -> list[str]:
     if plan is None:
         return []
-    if plan.engine not in COUNTED_ON:
+    if not plan.counted:
         return [f"draft model {plan.name} on {plan.engine}: where the engine holds a draft model's memory is not "
                 "catalogued; its weights and KV are not counted"]
     gib = plan.weight_bytes / 2**30
-    return [f"speculative decoding by draft_model on vllm with {plan.spec.name} ({plan.name}): its weights "
+    return [f"speculative decoding by draft_model on {plan.engine} with {plan.spec.name} ({plan.name}): its weights "
             f"({gib:.2f} GiB, {gib / tensor_parallel_size:.2f} GiB per tensor-parallel rank, its own embeddings and "
             f"output head included) are loaded before the KV cache is sized; its {plan.kv_layers} attention layer(s) "
             "hold KV entries in the target's pool, each as one of the target's full-attention layers (the same KV "

@@ -137,22 +137,28 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
 def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     """The KV cache's element type: the stated one (if the engine runs it), else the engine's own
     default where it has one (llama.cpp's f16, whatever the model), else the checkpoint's (a ModelOpt FP8
-    checkpoint, DeepSeek-V4's FP8 compressed cache where the engine stores FP8 on ``d``'s GPU) or the model's
-    dtype. A default the engine does not store on ``d``'s GPU is refused naming what was defaulted and why."""
+    checkpoint, DeepSeek-V4's FP8 compressed cache where the engine stores FP8 on ``d``'s GPU, or the one
+    an engine runs that cache in only: ``engines.yaml`` ``compressed_attention_kv_cache_dtypes``) or the
+    model's dtype. A default the engine does not store on ``d``'s GPU is refused naming what was defaulted and why."""
     arch = spec.architecture
     v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
     if d.kv_cache_dtype != "auto":
         kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
-        if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
-            raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
-                                       "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
+        engine = catalog.engine(d.engine)
+        only = engine.compressed_attention_kv_cache_dtypes if v4 else ()
+        if only and kv.id not in only:
+            raise InvalidScenarioError(f"{_runs_only(engine, spec.name)} ({engine.compressed_attention_kv_cache_dtypes_note})",
+                                       field="kv_cache_dtype", allowed="auto | " + " | ".join(only))
         return kv
     engine = catalog.engine(d.engine)
+    only = engine.compressed_attention_kv_cache_dtypes if v4 else ()
     accel = catalog.accelerators.records[catalog.system(d.system, "system").accelerator] if d.system else \
         catalog.accelerator(d.gpu) if d.gpu else None
     stored = engine.kv_dtypes_on(accel.software if accel else None)
-    # vLLM runs the V4 cache in FP8 only (refused below where it stores none); another engine takes FP8 where it stores it
-    kv, why = _default_kv_dtype(catalog, d, spec, v4 and (engine.id == "vllm" or not stored or "fp8" in stored))
+    # an engine that runs the V4 cache in one type only takes it (refused below where it stores none); another
+    # takes the checkpoint's FP8 where it stores it
+    v4_default = only[0] if only else "fp8" if v4 and (not stored or "fp8" in stored) else None
+    kv, why = _default_kv_dtype(catalog, d, spec, v4_default)
     if stored and kv.id not in stored:
         raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name if accel else 'this GPU'}, "
                                    f"the KV cache {spec.name} gets when none is stated ({why}): state one it "
@@ -160,16 +166,24 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
     return kv
 
 
-def _default_kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec, v4_fp8: bool) -> tuple[KvDtype, str]:
-    """The KV-cache element type ``d`` gets with none stated, and why (``v4_fp8``: a DeepSeek-V4 model
-    on an engine that stores an FP8 cache on ``d``'s GPU; elsewhere the model's own default)."""
+def _runs_only(engine: EngineDefaults, model: str) -> str:
+    """That ``engine`` runs ``model``'s compressed-attention cache in its listed types only, in words."""
+    kinds = " or ".join(k.upper() for k in engine.compressed_attention_kv_cache_dtypes)
+    return f"{engine.name} runs {model}'s compressed-attention cache in {kinds} only"
+
+
+def _default_kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec, v4_default: str | None) -> tuple[KvDtype, str]:
+    """The KV-cache element type ``d`` gets with none stated, and why (``v4_default``: a DeepSeek-V4 model's,
+    the one its engine runs that cache in only, or FP8 where the engine stores it on ``d``'s GPU; elsewhere
+    the model's own default)."""
     arch = spec.architecture
-    default = catalog.engine(d.engine).kv_cache_dtype_default
-    if default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights (it has no FP8 cache)
-        return catalog.kv_cache_dtype(default), "the engine's own default"
-    if v4_fp8:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
-        return catalog.kv_cache_dtype("fp8"), ("vLLM runs DeepSeek-V4's compressed-attention "
-                                                      "cache in FP8 only")
+    engine = catalog.engine(d.engine)
+    if engine.kv_cache_dtype_default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights (it has no FP8 cache)
+        return catalog.kv_cache_dtype(engine.kv_cache_dtype_default), "the engine's own default"
+    if v4_default is not None:  # DeepSeek-V4: its 584-byte FP8 entries are what the figures assume
+        only = engine.compressed_attention_kv_cache_dtypes
+        why = _runs_only(engine, "DeepSeek-V4") if only else "the checkpoint's compressed-attention cache is FP8"
+        return catalog.kv_cache_dtype(v4_default), why
     if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
         return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype), "the checkpoint's quantization config names it"
     dtype = arch.torch_dtype if arch else "bfloat16"

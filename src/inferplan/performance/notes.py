@@ -4,6 +4,7 @@ tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 
 from __future__ import annotations
 
+from inferplan.catalog.schema import EngineDefaults
 from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overhead_s, overlapped
 
@@ -17,16 +18,16 @@ FIXED_COST_CAVEAT = (
 )
 
 
-GRAPH_ENGINES = ("vllm", "sglang", "ktransformers")  # capture decode steps as graphs unless told not to
-
-
-def graphs_note(engine: str, enforce_eager: bool, batch: float | None = None, graph_batch: int | None = None) -> str | None:
-    """What a speed figure on ``engine`` assumes of CUDA graphs (None: an engine that captures none): captured,
-    the engine's default. An eager launch is planned without them in memory only: no speed effect of it is
-    modelled, so the figure still assumes them, and says so. A decode step of ``batch`` sequences above
-    ``graph_batch``, the largest the engine captures, runs without them too, and the note says that."""
-    if engine not in GRAPH_ENGINES:
+def graphs_note(record: EngineDefaults, enforce_eager: bool, batch: float | None = None,
+                graph_batch: int | None = None) -> str | None:
+    """What a speed figure on the engine ``record`` assumes of CUDA graphs (None: an engine that captures none,
+    ``engines.yaml`` ``captures_decode_graphs``): captured, the engine's default. An eager launch is planned
+    without them in memory only: no speed effect of it is modelled, so the figure still assumes them, and says
+    so. A decode step of ``batch`` sequences above ``graph_batch``, the largest the engine captures, runs
+    without them too, and the note says that."""
+    if not record.captures_decode_graphs:
         return None
+    engine = record.id
     slower = "eager decode runs slower, by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include"
     if enforce_eager:
         return (f"{engine} without CUDA graphs (--enforce-eager): counted in memory (no graphs captured or reserved), "

@@ -167,7 +167,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         assumptions.append(hop_note(ctx, running))
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
-    if (note := graphs_note(d.engine, d.enforce_eager, ctx.requests_per_micro_batch(running),
+    if (note := graphs_note(ctx.catalog.engine(d.engine), d.enforce_eager, ctx.requests_per_micro_batch(running),
                             ctx.mp.settings.graph_batch)) is not None:
         assumptions.append(note)
     r = ctx.rates

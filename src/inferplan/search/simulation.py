@@ -255,7 +255,7 @@ def _cache(q: SimulationQuery, w: Workload, catalog: Catalog) -> dict:
     stated = "prefix_cache_hit_rate" in q.workload.model_fields_set
     text = prefix_cache_text(w.prefix_cache_hit_rate, preset=q.preset() if q.users is not None else None, stated=stated)
     d = placed_deployment(q.deployment, catalog)  # an Ollama tag's build: where --fit places its weights
-    eager = graphs_note(d.engine, True) if d.enforce_eager else None
+    eager = graphs_note(catalog.engine(d.engine), True) if d.enforce_eager else None
     return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate,
             "notes": tuple(n for n in (build_note(catalog, d), text, eager) if n)}
 
