@@ -1,8 +1,9 @@
 """SGLang's default chunk (chunked_prefill_size, the plan's max_num_batched_tokens) by release before 0.4.7: the
 sglang-tp-fraction-table rule's gpu_memory_defaults tiers, read from the wheels (mr-sglang-wheels-chunk-v020-v0212,
-mr-sglang-wheels-chunk-v0213-v035, mr-sglang-wheels-chunk-v036-v046). 0.2.0-0.2.12: no chunked prefill, a prefill
-step of max_prefill_tokens (16,384) or one longer prompt whole; 0.2.13-0.3.5: 8,192 on every GPU; 0.3.6-0.4.6: 2,048
-below 25,000 MiB, else 8,192; from 0.5: engines.yaml's tiers (tests/test_engine_tiers.py)."""
+mr-sglang-wheels-chunk-v0213-v035, mr-sglang-wheels-chunk-v035post2, mr-sglang-wheels-chunk-v036-v046). 0.2.0-0.2.12:
+no chunked prefill, a prefill step of max_prefill_tokens (16,384) or one longer prompt whole; 0.2.13-0.3.5.post1:
+8,192 on every GPU; 0.3.5.post2-0.4.6: 2,048 below 25,000 MiB, else 8,192; from 0.5: engines.yaml's tiers
+(tests/test_engine_tiers.py)."""
 
 import pytest
 

@@ -26,7 +26,7 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field
 
 from inferplan.catalog.prefill_graphs import PrefillGraphs
-from inferplan.catalog.provenance import Count, Ratio, release_key
+from inferplan.catalog.provenance import Count, Ratio, release_order
 from inferplan.inputs import Input
 from inferplan.units import GiB, MiB
 
@@ -132,8 +132,9 @@ class MemoryFractionReserve(Input):
 
 
 def _from(release: str | None, first_release: str) -> bool:
-    """Whether ``release`` (None: the rule's open end, past every first release) is ``first_release`` or later."""
-    return release is None or release_key(first_release) <= release_key(release)
+    """Whether ``release`` (None: the rule's open end, past every first release) is ``first_release`` or later, a post
+    release after its base (``release_order``)."""
+    return release is None or release_order(first_release) <= release_order(release)
 
 
 class ReleaseTiers(Input):
@@ -186,11 +187,11 @@ class ReleaseDefaults(Input):
     def prefill_graphs_at(self, release: str | None) -> PrefillGraphs | None:
         """The prefill graphs captured by default at ``release`` (None: the newest), None before the first entry."""
         reached = [p for p in self.prefill_graphs if _from(release, p.first_release)]
-        return max(reached, key=lambda p: release_key(p.first_release)) if reached else None
+        return max(reached, key=lambda p: release_order(p.first_release)) if reached else None
 
     def _tiers_entry(self, release: str | None) -> ReleaseTiers | None:
         reached = [t for t in self.tiers if _from(release, t.first_release)]
-        return max(reached, key=lambda t: release_key(t.first_release)) if reached else None
+        return max(reached, key=lambda t: release_order(t.first_release)) if reached else None
 
     def tiers_at(self, release: str | None, stated: tuple[GpuMemoryTier, ...]) -> tuple[GpuMemoryTier, ...]:
         """The tiers at ``release`` (a release number; None: the newest): the latest entry reached, else ``stated``."""

@@ -22,7 +22,7 @@ from inferplan.catalog.engine_tiers import ReleaseDefaults
 from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
 from inferplan.catalog.hybrid_split import HybridStateSplit
 from inferplan.catalog.memory_rule_parts import (ActivationProfile, CollectiveBuffers, CurrentRelease, GpuLayerOrder,
-                                                 ReleaseFraction, TpFraction)
+                                                 ReleaseFraction)
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import RELEASE_NUMBER, release_key
 from inferplan.catalog.running_defaults import RunningDefault, running_default_at
@@ -30,6 +30,7 @@ from inferplan.catalog.running_requests import ArchitectureRunningRequests, Draf
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import AttentionWorkspace, MeasuredSizing, StartupHeadroom
+from inferplan.catalog.tp_fractions import ReleaseTpFractions, tp_fractions_at
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
@@ -66,7 +67,8 @@ class MemoryRule(Frozen):
     current_release: CurrentRelease | None = None  # the engine's newest known release, inside this rule's range
     # the default memory fraction by release, where the rule's releases change it (else engines.yaml's)
     memory_fraction_defaults: tuple[ReleaseFraction, ...] = ()
-    memory_fraction_by_tp: tuple[TpFraction, ...] = ()  # a fixed fraction by TP size (else engines.yaml's rule)
+    # a fixed fraction by TP size, by release (catalog/tp_fractions.py; else engines.yaml's rule)
+    memory_fraction_by_tp: tuple[ReleaseTpFractions, ...] = ()
     # the defaults the releases pick by GPU memory where they change engines.yaml's (SGLang: tiers, graph-batch cap)
     gpu_memory_defaults: ReleaseDefaults | None = None
     # the free-memory figure the releases read on an integrated GPU (catalog/free_memory.py; empty: not stated)
@@ -148,7 +150,7 @@ class MemoryRule(Frozen):
             raise ValueError("a measured sizing is an of_total budget with nothing checked after it (no startup)")
         if self.startup and (self.startup.graph_constants is not None) != (self.cuda_graphs == "after_kv"):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
-        for release in (*(f.first_release for f in self.memory_fraction_defaults),
+        for release in (*(f.first_release for f in (*self.memory_fraction_defaults, *self.memory_fraction_by_tp)),
                         *(q.first_release for q in self.free_memory_queries),
                         *(self.gpu_memory_defaults.first_releases() if self.gpu_memory_defaults else ()),
                         *((r.first_release for r in self.model_runners.defaults) if self.model_runners else ()),
@@ -165,21 +167,21 @@ class MemoryRule(Frozen):
             raise ValueError("a rule states its running requests by running_defaults or max_num_seqs_default, not both")
         if self.current_release and self.default:
             raise ValueError("a rule carrying the current_release is the default: drop default: true")
-        if [t.min_tp for t in self.memory_fraction_by_tp] != sorted({t.min_tp for t in self.memory_fraction_by_tp}) or \
-                (self.memory_fraction_by_tp and self.memory_fraction_by_tp[0].min_tp != 1):
-            raise ValueError("memory_fraction_by_tp runs from min_tp 1 up, each TP size once")
+        if self.memory_fraction_by_tp and self.memory_fraction_by_tp[0].first_release != self.first_release:
+            raise ValueError("memory_fraction_by_tp starts at the rule's first_release")
         return self
 
     @property
     def is_default(self) -> bool:
         return self.default or self.current_release is not None
 
-    def default_fraction(self, release: str | None, tp: int) -> float | None:
-        """The fraction this rule's releases default to at ``release`` (None: the rule's first) and TP size
-        ``tp``, where the rule sets one (None: engines.yaml's default applies)."""
+    def default_fraction(self, release: str | None, tp: int, total_bytes: float) -> float | None:
+        """The fraction this rule's releases default to at ``release`` (None: the rule's first), TP size ``tp`` and
+        ``total_bytes`` of GPU memory, where the rule sets one (None: engines.yaml's default applies)."""
+        number = parse_engine_version(release)[0] if release else self.first_release
         if self.memory_fraction_by_tp:
-            return [t.value for t in self.memory_fraction_by_tp if t.min_tp <= tp][-1]
-        key = release_key(parse_engine_version(release)[0] if release else self.first_release)
+            return tp_fractions_at(self.memory_fraction_by_tp, number).fraction(tp, total_bytes)
+        key = release_key(number)
         named = [f for f in self.memory_fraction_defaults if release_key(f.first_release) <= key]
         return max(named, key=lambda f: release_key(f.first_release)).value if named else None
 
@@ -367,7 +369,7 @@ def check_memory_rules(catalog) -> None:
             *(s for b in rule.activation.sampler_backends for s in b.sources),
             *(s for m in rule.activation.moe_buffers for s in m.source_ids()),
             *(rule.current_release.sources if rule.current_release else ()),
-            *(s for f in rule.memory_fraction_defaults for s in f.sources),
+            *(s for f in (*rule.memory_fraction_defaults, *rule.memory_fraction_by_tp) for s in f.sources),
             *(s for q in rule.free_memory_queries for s in q.sources),
             *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ()),

@@ -181,3 +181,16 @@ def release_key(release: str) -> tuple[int, ...]:
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()
     return tuple(parts)
+
+
+_POST = re.compile(r"[.-]?post(\d+)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def release_order(release: str) -> tuple[tuple[int, ...], int]:
+    """A release's place among the entries of a per-release table: its ``release_key`` and then its post-release
+    number ("0.4.6" < "0.4.6.post1" < "0.4.6.post5" < "0.4.7"). A rule's release range keeps ``release_key``, so a
+    range ending at 0.4.6 holds 0.4.6's post releases."""
+    match = RELEASE_NUMBER.match(release.strip())
+    post = _POST.match(release.strip()[match.end():]) if match else None
+    return release_key(release), int(post.group(1)) if post else 0
