@@ -128,7 +128,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                                                                                "(input + output) served; ")
              + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
-             value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
+             value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months",
+             note=r.rent_vs_buy_break_even_note or ""),
         Card(key="api_break_even", label="API break-even volume",
              value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month",
              note=_beyond_capacity(r)),
