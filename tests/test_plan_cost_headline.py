@@ -42,3 +42,14 @@ def test_the_headline_without_explain_prints_both(tmp_path):
     out = " ".join(CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=160).stdout.split())
     assert "Owner cost / million tokens at your 2,000 users" in out
     assert "Owner cost / million tokens at capacity (" in out and "--explain shows all" in out
+
+
+def test_the_at_capacity_card_says_why_its_users_differ_from_the_supported_users(catalog):
+    """Llama 3.3 70B FP8 for 500 coding developers on HGX H100s: 13 loadouts of 40 whole users each support 520,
+    while their token throughput at the binding limit is 532.3 users' tokens; the card says which is which."""
+    r = plan(Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+                                      "workload": {"preset": "coding-developer-median"}, "target_users": 500}), catalog)
+    assert (r.supported_users, r.users_per_loadout, r.loadouts) == (520, 40, 13)
+    assert r.capacity_users == pytest.approx(532.3, abs=0.05)
+    note = {c.key: c for c in plan_cards(r)}["cost_per_mtok_at_capacity"].note
+    assert "the tokens of 532.3 users, where the supported users (520) count whole users per loadout" in note

@@ -70,6 +70,22 @@ def test_a_rented_pick_without_a_purchase_price_plans_on_its_rent_route(catalog)
         assert "own" not in p.recommendation.monthly_usd
 
 
+def test_a_systems_gpu_rented_alone_plans_as_that_gpu_not_the_whole_system(catalog):
+    """Qwen3-235B-A22B for 3,000 chat seats on an HPE XD685 (8 × B200) rented: one TP1 cell on one 1-GPU
+    instance, labelled 1x-b200. Its scenario is one B200, so the simulator shows that GPU, not the 8-GPU system
+    and its capex, and plans the same instance and rent."""
+    res = search(SearchRequest(models=("qwen3-235b-a22b",), users=3000, workload="chat-seat", systems=("hpe-xd685",),
+                               engines=("llamacpp",), quantizations=("gguf-q4_k_m",), pricing="rent", top=1,
+                               disaggregated=False, speculative=False), catalog)
+    r = res.results[0]
+    assert (r.platform, r.rented_instance_gpus, r.system) == ("1x-b200", 1, "hpe-xd685")
+    assert r.scenario["platform"] == {"gpu": "b200", "gpus": 1}
+    p = plan(Scenario.model_validate(r.scenario), catalog)
+    assert p.system == "1x-b200" and p.gpus_per_system == 1
+    assert (p.rental, p.rented_instance_gpus) == (r.rental, r.rented_instance_gpus)
+    _same_as_the_pick(r, p)
+
+
 def test_a_request_rate_search_plans_as_its_load(catalog):
     res = search(SearchRequest(**ASPECTS, request_rate_per_s=4.0, input_len=1500, output_len=300,
                                systems=("hgx-h100", "tinybox-green-v2"), targets=Targets(ttft_p95_s=1.5)), catalog)

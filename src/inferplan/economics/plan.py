@@ -93,6 +93,7 @@ class PlanResult(BaseModel):
     rent_usd_per_month: float | None  # the cells the target needs rented around the clock, on whole instances
     rent_usd_per_mtok: float | None = None  # that rent per million input + output tokens at the served load
     rent_vs_buy_break_even_months: float | None
+    rent_vs_buy_break_even_note: str | None = None  # why there is none though rent and purchase are both priced
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     capacity_users: float = 0.0  # the users those tokens are (not floored): the at-capacity cost's users
@@ -199,7 +200,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
     # its operating cost without the staff
     rent = rent_route(catalog, s, hw.accelerator.id, size.space, rates.fx_usd_per_eur, owned.capex_usd,
-                      owned.operating_usd_per_month - owned.monthly.staff_usd, prefill=size.prefill)
+                      owned.operating_usd_per_month - owned.monthly.staff_usd, owned_users=size.served_users,
+                      prefill=size.prefill)
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
     quotes = _quotes(catalog, s, w, size.served_users, costs)
     per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month)
@@ -356,7 +358,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
         rented_cell_gpus=rent.cell_gpus, rented_users=rent.users,
         rent_usd_per_month=rent.usd_per_month, rent_usd_per_mtok=per_token.rent_usd_per_mtok,
-        rent_vs_buy_break_even_months=rent.break_even_months,
+        rent_vs_buy_break_even_months=rent.break_even_months, rent_vs_buy_break_even_note=rent.break_even_note,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,

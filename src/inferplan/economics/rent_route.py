@@ -55,6 +55,7 @@ class RentRoute:
     instance_gpus: int | None = None
     usd_per_month: float | None = None
     break_even_months: float | None = None  # buying pays off against renting after this many months
+    break_even_note: str | None = None  # why there is no break-even though both routes are priced
     note: str | None = None
     engine_instances: int | None = None  # replica cells rented
     cell_gpus: int | None = None  # GPUs of one rented replica cell
@@ -145,16 +146,23 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
 
 
 def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
-               capex_usd: float | None, operating_without_staff_usd: float, *,
+               capex_usd: float | None, operating_without_staff_usd: float, *, owned_users: int,
                prefill: PrefillSizing | None = None) -> RentRoute:
     """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
     size that costs least, priced as ``search`` prices them (``economics.rental``), with a ``prefill``
     pool beside the cells (a stated one: the cells are then the decode pool). The break-even
-    compares the rent with owning's operating cost without staff, which either route pays."""
+    compares the rent with owning's operating cost without staff, which either route pays, where the
+    owned fleet serves as many of the target's users (``owned_users``) as the rented cells do."""
     route = _rented(catalog, s, accel, space, fx_usd_per_eur, prefill)
     month = route.usd_per_month
-    even = (capex_usd / (month - operating_without_staff_usd)
-            if capex_usd is not None and month and month > operating_without_staff_usd else None)
+    if month is None or capex_usd is None:
+        return route
+    rented_users = s.target_users if route.users is None else min(s.target_users, route.users)
+    if owned_users < rented_users:
+        return dataclasses.replace(route, break_even_note=(
+            f"the owned fleet serves {owned_users:,} of the {s.target_users:,} target users and the rented cells serve "
+            f"{rented_users:,}: owning and renting carry different loads, so no break-even compares them"))
+    even = capex_usd / (month - operating_without_staff_usd) if month > operating_without_staff_usd else None
     return dataclasses.replace(route, break_even_months=even)
 
 

@@ -120,7 +120,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="cost_per_mtok_at_capacity",
              label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
              value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
-             note=f"input + output, the loadouts full; per million output tokens at capacity: {m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
+             note=f"input + output, the loadouts full{_capacity_users_note(r)}; per million output tokens at capacity: "
+                  f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
         Card(key="rent", label="Renting for the target / month", value=m(r.rent_usd_per_month),
@@ -128,7 +129,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                                                                                "(input + output) served; ")
              + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
-             value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
+             value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months",
+             note=r.rent_vs_buy_break_even_note or ""),
         Card(key="api_break_even", label="API break-even volume",
              value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month",
              note=_beyond_capacity(r)),
@@ -139,6 +141,15 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _capacity_users_note(r: PlanResult) -> str:
+    """Why the users at capacity differ from the supported users: the tokens the binding limit allows, not
+    whole users."""
+    if not r.capacity_users or r.capacity_users == r.supported_users:
+        return ""
+    return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported users "
+            f"({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
 
 
 def _per_loadout(r: PlanResult) -> str:

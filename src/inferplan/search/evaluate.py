@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog
+from inferplan.deploy.nodes import host_split
 from inferplan.economics.pools import instance_units
 from inferplan.economics.pools import pool_units as economic_pool_units
 from inferplan.memory.extensible import pool_sized
@@ -104,8 +105,10 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
     curve = _curve(catalog, cell, rl, d, curves)
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
     # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
-    # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned
-    pools = disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
+    # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned;
+    # a pool's worker is launched on one host (deploy.nodes.pool_spans_note), so an instance wider is in no pool
+    pools = (disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
+             and host_split(d, catalog) is None)
     sized = {role: pool_sized(catalog, d, role) for role in ("prefill", "decode")} if pools else {}
     pool_curves = tuple((role, _curve(catalog, cell, rl, p, curves)) for role, p in sized.items() if p != d)
     return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs, pool_curves)
