@@ -149,3 +149,52 @@ def test_a_client_that_went_while_it_waited_leaves_the_queue_at_once(monkeypatch
         assert await later == "later"
 
     asyncio.run(go())
+
+
+SEARCH_ROUTES = {"/api/search", "/api/views/search"}
+
+
+@pytest.mark.parametrize("method, route, body", LONG_ROUTES)
+def test_searches_queue_in_a_lane_of_their_own(client, monkeypatch, method, route, body):
+    """Searches (bounded only by their deadline) wait in the searches' lane; every other long request (bounded by
+    its inputs to seconds) in the other lane."""
+    lanes = []
+
+    async def refuse(work, budget, on_turn=lambda: None, lane=api_work.BOUNDED):
+        lanes.append(lane)
+        raise api_work.ServerBusy(0, lane)
+
+    monkeypatch.setattr(api_work, "in_long_thread", refuse)
+    r = client.request(method, route, json=body)
+    assert r.status_code == 503, r.text
+    expected = api_work.SEARCHES if route in SEARCH_ROUTES else api_work.BOUNDED
+    assert lanes == [expected]
+    assert expected.running in r.json()["error"]["message"]
+
+
+def test_a_quick_request_is_served_while_the_search_lane_is_full(monkeypatch):
+    """Searches running on every turn of their lane and as many waiting as may: another search is a 503 at once,
+    the what-runs view or a fits matrix still gets a turn and its answer."""
+    monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
+    release = threading.Event()
+
+    def search(budget) -> str:
+        release.wait(60)
+        return "search"
+
+    async def go():
+        searches = []
+        for count in (api_work.LONG_AT_ONCE, api_work.LONG_WAITING):  # running, then waiting
+            searches += [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), search,
+                                                                            lane=api_work.SEARCHES))
+                         for _ in range(count)]
+            await asyncio.sleep(0.1)
+        assert api_work.long_work(api_work.SEARCHES).waiting == api_work.LONG_WAITING
+        with pytest.raises(api_work.ServerBusy):
+            await api_work.until_disconnected(_Client(gone=False), search, lane=api_work.SEARCHES)
+        quick = await asyncio.wait_for(api_work.until_disconnected(_Client(gone=False), lambda b: "fits"), 30)
+        release.set()
+        assert {await s for s in searches} == {"search"}
+        return quick
+
+    assert asyncio.run(go()) == "fits"
