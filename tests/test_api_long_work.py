@@ -40,6 +40,14 @@ class _Client:
         return self.gone
 
 
+def _holding(release: threading.Event, answer: str):
+    """Work that runs until ``release`` is set, then answers ``answer``."""
+    def work(budget) -> str:
+        release.wait(60)
+        return answer
+    return work
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     return TestClient(create_app(tmp_path_factory.mktemp("long") / "l.db"))
@@ -125,10 +133,7 @@ def test_a_client_that_went_while_it_waited_leaves_the_queue_at_once(monkeypatch
     the queue at the next poll, and a new request is queued, not refused with a 503."""
     monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
     release = threading.Event()
-
-    def busy(budget) -> str:
-        release.wait(60)
-        return "done"
+    busy = _holding(release, "done")
 
     async def go():
         running = [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), busy))
@@ -177,10 +182,7 @@ def test_a_quick_request_is_served_while_the_search_lane_is_full(monkeypatch):
     the what-runs view or a fits matrix still gets a turn and its answer."""
     monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
     release = threading.Event()
-
-    def search(budget) -> str:
-        release.wait(60)
-        return "search"
+    search = _holding(release, "search")
 
     async def go():
         searches = []
