@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from starlette.concurrency import run_in_threadpool
 
 from inferplan.errors import OutOfTimeError
-from inferplan.shells import api_work
+from inferplan.shells import api_stream, api_work
 from inferplan.shells.api import create_app
 
 SCENARIO = {"name": "long", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"},
@@ -170,11 +170,14 @@ def test_searches_queue_in_a_lane_of_their_own(client, monkeypatch, method, rout
         raise api_work.ServerBusy(0, lane)
 
     monkeypatch.setattr(api_work, "in_long_thread", refuse)
-    r = client.request(method, route, json=body)
-    assert r.status_code == 503, r.text
+    monkeypatch.setattr(api_stream, "in_long_thread", refuse)
     expected = api_work.SEARCHES if route in SEARCH_ROUTES else api_work.BOUNDED
-    assert lanes == [expected]
-    assert expected.running in r.json()["error"]["message"]
+    streamed = [{"accept": "application/x-ndjson"}] if route in SEARCH_ROUTES else []
+    for headers in [{}, *streamed]:
+        r = client.request(method, route, json=body, headers=headers)
+        assert r.status_code == 503, r.text
+        assert expected.running in r.json()["error"]["message"]
+    assert lanes == [expected] * (1 + len(streamed))
 
 
 def test_a_quick_request_is_served_while_the_search_lane_is_full(monkeypatch):
