@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from starlette.concurrency import run_in_threadpool
 
 from inferplan.errors import OutOfTimeError
-from inferplan.shells import api_work
+from inferplan.shells import api_stream, api_work
 from inferplan.shells.api import create_app
 
 SCENARIO = {"name": "long", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"},
@@ -38,6 +38,14 @@ class _Client:
 
     async def is_disconnected(self) -> bool:
         return self.gone
+
+
+def _holding(release: threading.Event, answer: str):
+    """Work that runs until ``release`` is set, then answers ``answer``."""
+    def work(budget) -> str:
+        release.wait(60)
+        return answer
+    return work
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +133,7 @@ def test_a_client_that_went_while_it_waited_leaves_the_queue_at_once(monkeypatch
     the queue at the next poll, and a new request is queued, not refused with a 503."""
     monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
     release = threading.Event()
-
-    def busy(budget) -> str:
-        release.wait(60)
-        return "done"
+    busy = _holding(release, "done")
 
     async def go():
         running = [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), busy))
@@ -149,3 +154,52 @@ def test_a_client_that_went_while_it_waited_leaves_the_queue_at_once(monkeypatch
         assert await later == "later"
 
     asyncio.run(go())
+
+
+SEARCH_ROUTES = {"/api/search", "/api/views/search"}
+
+
+@pytest.mark.parametrize("method, route, body", LONG_ROUTES)
+def test_searches_queue_in_a_lane_of_their_own(client, monkeypatch, method, route, body):
+    """Searches (bounded only by their deadline) wait in the searches' lane; every other long request (bounded by
+    its inputs to seconds) in the other lane."""
+    lanes = []
+
+    async def refuse(work, budget, on_turn=lambda: None, lane=api_work.BOUNDED):
+        lanes.append(lane)
+        raise api_work.ServerBusy(0, lane)
+
+    monkeypatch.setattr(api_work, "in_long_thread", refuse)
+    monkeypatch.setattr(api_stream, "in_long_thread", refuse)
+    expected = api_work.SEARCHES if route in SEARCH_ROUTES else api_work.BOUNDED
+    streamed = [{"accept": "application/x-ndjson"}] if route in SEARCH_ROUTES else []
+    for headers in [{}, *streamed]:
+        r = client.request(method, route, json=body, headers=headers)
+        assert r.status_code == 503, r.text
+        assert expected.running in r.json()["error"]["message"]
+    assert lanes == [expected] * (1 + len(streamed))
+
+
+def test_a_quick_request_is_served_while_the_search_lane_is_full(monkeypatch):
+    """Searches running on every turn of their lane and as many waiting as may: another search is a 503 at once,
+    the what-runs view or a fits matrix still gets a turn and its answer."""
+    monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
+    release = threading.Event()
+    search = _holding(release, "search")
+
+    async def go():
+        searches = []
+        for count in (api_work.LONG_AT_ONCE, api_work.LONG_WAITING):  # running, then waiting
+            searches += [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), search,
+                                                                            lane=api_work.SEARCHES))
+                         for _ in range(count)]
+            await asyncio.sleep(0.1)
+        assert api_work.long_work(api_work.SEARCHES).waiting == api_work.LONG_WAITING
+        with pytest.raises(api_work.ServerBusy):
+            await api_work.until_disconnected(_Client(gone=False), search, lane=api_work.SEARCHES)
+        quick = await asyncio.wait_for(api_work.until_disconnected(_Client(gone=False), lambda b: "fits"), 30)
+        release.set()
+        assert {await s for s in searches} == {"search"}
+        return quick
+
+    assert asyncio.run(go()) == "fits"

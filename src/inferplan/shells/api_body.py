@@ -33,6 +33,10 @@ from inferplan.shells.api_guard import (MAX_BODY_BYTES, BodyTooLarge, error_item
 # taken, a 16 MiB measurements upload (api_measurements.MAX_UPLOAD_BYTES), arrives within 30 s over
 # any uplink of 4.5 Mbit/s or more, and a 64 KiB body over one of 18 kbit/s.
 BODY_DEADLINE_S = 30.0
+# The same holds for a request's line and headers (a few hundred bytes; h11 reads at most 16 KiB of them):
+# a client that opens a connection and never finishes its headers gets a 408 this long after it connected,
+# or after the first byte of a later request on a kept-alive connection (``server_protocol``).
+HEADER_DEADLINE_S = 30.0
 JSON_TYPE = "application/json"
 TOO_DEEP = f"the body is nested more than {MAX_NESTING_DEPTH} levels deep"
 DEPTH_ALLOWED = f"at most {MAX_NESTING_DEPTH} levels of nested lists and objects"

@@ -21,7 +21,7 @@ from inferplan.search.trace import trace_of
 from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
-from inferplan.shells.api_work import LONG_RESPONSES, long_json
+from inferplan.shells.api_work import LONG_RESPONSES, SEARCHES, long_json
 
 router = APIRouter()
 
@@ -37,7 +37,7 @@ async def search_route(request: SearchBody, http: Request) -> Response:
     work = search_work(request, http)
     if wants_stream(http):
         return await progress_stream(http, work)
-    return await long_json(http, work)
+    return await long_json(http, work, lane=SEARCHES)
 
 
 def search_work(request: SearchBody, http: Request) -> Callable[..., SearchResult]:

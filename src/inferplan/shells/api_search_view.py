@@ -12,7 +12,7 @@ from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_search import search_work
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
-from inferplan.shells.api_work import LONG_RESPONSES, long_json
+from inferplan.shells.api_work import LONG_RESPONSES, SEARCHES, long_json
 
 router = APIRouter()
 
@@ -27,7 +27,7 @@ async def search_view_route(request: SearchBody, http: Request) -> Response:
     work = search_work(request, http)
     if wants_stream(http):
         return await progress_stream(http, lambda budget, progress: search_view(work(budget, progress)))
-    return await long_json(http, lambda budget: search_view(work(budget)))
+    return await long_json(http, lambda budget: search_view(work(budget)), lane=SEARCHES)
 
 
 @router.get("/api/views/search-choices", tags=["search"], summary="What the search form's filters take")

@@ -9,7 +9,7 @@ app's own exception handlers, so its ``detail[0].type`` names the error as a pla
 request refused before the search starts (its body, a path, a trace row) is answered as without the
 header, with its status, and so is an error the search meets before its first progress (a name the
 catalogue lacks); once the stream has begun the status is 200 and the last line says how it ended.
-The search runs in a long request's thread (``api_work``: its own pool, a 503 when too many wait) with
+The search runs in a thread of the searches' lane (``api_work.SEARCHES``: its own pool, a 503 when too many wait) with
 the route's ``Budget`` (its time limit); a client that goes cancels it. Progress is sent at most every ``PROGRESS_EVERY_S``, the latest figures each time, and
 the last figures before the answer.
 """
@@ -28,7 +28,7 @@ from starlette.responses import StreamingResponse
 
 from inferplan.search.budget import Budget
 from inferplan.shells.api_guard import http_error
-from inferplan.shells.api_work import DISCONNECT_POLL_S, in_long_thread
+from inferplan.shells.api_work import DISCONNECT_POLL_S, SEARCHES, in_long_thread
 
 NDJSON = "application/x-ndjson"
 PROGRESS_EVERY_S = 0.1  # at most ten progress lines a second: a stage calls back once per cell
@@ -77,7 +77,8 @@ async def progress_stream(http: Request, work: Callable[[Budget, Callable[[int, 
     is raised here, answered with its status as without the stream."""
     budget = budget or Budget()
     latest = _Latest(asyncio.get_running_loop())
-    task = asyncio.ensure_future(in_long_thread(lambda b: work(b, latest).model_dump_json().encode(), budget))
+    task = asyncio.ensure_future(in_long_thread(lambda b: work(b, latest).model_dump_json().encode(), budget,
+                                                lane=SEARCHES))
     task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a stream the client left: its error read
     try:
         while not task.done() and latest.figures is None:
