@@ -101,7 +101,7 @@ def test_a_price_on_apple_silicon_keeps_the_memory_answer_when_the_power_is_refu
     assert "power_w_per_system" in page.text_content("#error")
     assert page.locator("#platform_power").get_attribute("aria-invalid") == "true"
     assert "KV cache" in page.text_content("#memory-summary") and page.locator("#chart-memory svg").count() == 1
-    assert page.text_content("#status") == "memory and speed up to date; the costs need a price"
+    assert page.text_content("#status") == "memory and speed up to date; the costs need the field marked"
 
 
 def test_the_cards_are_not_a_live_region_and_the_search_figure_is_named(page, server):

@@ -190,7 +190,7 @@ async function update() {
     clearAnswer();
     showFormError(refusal($("scenario-form"), err));
     setStatus("");
-    if (costOnly(err.field)) await memoryWithoutPrice(scenario, request);
+    if (costOnly(err.field)) await memoryWithoutCosts(scenario, request);
   }
 }
 
@@ -213,13 +213,13 @@ function costOnly(field) {
   return COST_FIELDS.includes(field) || (field || "").startsWith("scenario.money.");
 }
 
-async function memoryWithoutPrice(scenario, request) {
+async function memoryWithoutCosts(scenario, request) {
   let view;
   try { view = await api("POST", "/api/views/memory", { scenario }); } catch { return; }
   if (request !== state.request) return;
   showMemory(view);
   await drawCharts(view.charts);
-  setStatus("memory and speed up to date; the costs need a price");
+  setStatus("memory and speed up to date; the costs need the field marked");
   document.body.dataset.memoryPlanned = String(Date.now());
 }
 
