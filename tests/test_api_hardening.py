@@ -251,6 +251,25 @@ def test_openapi_declares_the_error_responses(client):
     assert "409" in schema["paths"]["/api/scenarios/{scenario_id}"]["patch"]["responses"]
 
 
+def test_openapi_declares_the_415_on_every_route_that_takes_a_body(client):
+    schema = client.get("/openapi.json").json()
+    posts = [(path, op) for path, methods in schema["paths"].items() for method, op in methods.items() if method == "post"]
+    assert len(posts) > 10
+    for path, op in posts:
+        assert op["responses"]["415"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error"), path
+    patch = schema["paths"]["/api/scenarios/{scenario_id}"]["patch"]
+    assert "415" in patch["responses"] and "415" not in schema["paths"]["/api/catalog"]["get"]["responses"]
+    sent_as_text = client.post("/api/plan", content=json.dumps({"scenario": SCENARIO}), headers={"content-type": "text/plain"})
+    assert_error_shape(sent_as_text, 415)
+
+
+@pytest.mark.parametrize("chars", [201, 4000, 5000])
+def test_a_long_scenario_name_is_refused_naming_the_names_own_limit(client, chars):
+    r = client.post("/api/plan", json={"scenario": {**SCENARIO, "name": "n" * chars}, "draws": 0})
+    err = assert_error_shape(r, 422)["error"]
+    assert err["field"] == "scenario.name" and err["message"] == f"a text of {chars} characters: at most 200", err
+
+
 def test_a_saved_scenarios_links_name_operations_that_exist(client):
     schema = client.get("/openapi.json").json()
     ids = {op["operationId"] for methods in schema["paths"].values() for op in methods.values()}

@@ -75,3 +75,9 @@ def test_the_json_names_each_figure_the_row_shows(twins):
     j = json.loads(plain.model_dump_json())
     assert j["simulated_ttft_p95_s"] is None and j["simulated_e2e_p95_s"] is None
     assert f"end-to-end p95 {duration(j['e2e_p95_s'])} (approximated)" in latency_text(plain)
+
+
+def test_a_time_under_a_millisecond_does_not_read_as_nothing():
+    assert duration(0.00031) == "0.31 ms"  # a KV cache handed over over NVLink
+    assert duration(0.000004) == "< 0.01 ms" and duration(0.0) == "0 ms"
+    assert duration(0.0123) == "12 ms" and duration(1.5) == "1.50 s"

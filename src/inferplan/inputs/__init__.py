@@ -159,6 +159,36 @@ def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool, boo
     return numeric(annotation), takes_bool(annotation), holds_model(annotation), only_bool(annotation)
 
 
+def _own_text_limits(annotation: Any, metadata: tuple | list = ()) -> list[int]:
+    """The character limits a text type states (``SafeName``'s, ``Field(max_length=…)`` on a ``str``),
+    wherever the type sits in an ``Annotated`` or a union; a limit on a list counts its items, not characters."""
+    found = []
+    if annotation is str:
+        for part in metadata:
+            schema = part.json_schema if isinstance(part, WithJsonSchema) else None
+            limit = schema.get("maxLength") if isinstance(schema, dict) else getattr(part, "max_length", None)
+            if isinstance(limit, int):
+                found.append(limit)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *parts = typing.get_args(annotation)
+        found += _own_text_limits(base, [*parts, *metadata])
+    elif origin in (typing.Union, types.UnionType):
+        found += [n for arg in typing.get_args(annotation) for n in _own_text_limits(arg, metadata)]
+    return found
+
+
+@functools.cache
+def _text_limit(cls: type[BaseModel], name: str) -> int | None:
+    """The most characters a text in field ``name`` may have: ``MAX_TEXT_CHARS``, or the field's own limit
+    when smaller (a scenario's name: ``MAX_NAME_CHARS``), so a refusal names the limit that holds;
+    None for a field that holds a whole document."""
+    if name in cls.documents:
+        return None
+    field = cls.model_fields[name]
+    return min([MAX_TEXT_CHARS, *_own_text_limits(field.annotation, field.metadata)])
+
+
 BOOL_ALLOWED = "true, false"
 
 
@@ -204,7 +234,7 @@ class Input(BaseModel):
             raise PydanticCustomError("not_a_whole_number", "{text} is not a whole number: this field takes {allowed}",
                                       {"text": f"{value:g}", "allowed": _number_wanted(cls, info.field_name)})
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):
-            problem = text_problem(value, max_chars=None if info.field_name in cls.documents else MAX_TEXT_CHARS)
+            problem = text_problem(value, max_chars=_text_limit(cls, info.field_name))
             if problem:
                 raise ValueError(problem)
         return value

@@ -15,7 +15,16 @@ from inferplan.search.result import ApiAlternative, Deployed, Infeasible, NearMi
 
 
 def duration(seconds: float) -> str:
-    return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:,.2f} s"
+    """A time as people read it: seconds from 1 s, whole milliseconds from 1 ms, hundredths of one below
+    (a KV cache handed over in 0.31 ms, never "0 ms" for a time that is not nothing)."""
+    ms = seconds * 1e3
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    if ms >= 1:
+        return f"{ms:,.0f} ms"
+    if ms >= 0.01:
+        return f"{ms:.2f} ms"
+    return "< 0.01 ms" if seconds > 0 else "0 ms"
 
 
 def layout_text(d: Deployed) -> str:

@@ -58,7 +58,7 @@ from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
 from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
-    HeadAsGet, HostCheck, ItemId, SecurityHeaders, inline_script_policy, refuse_server_path,
+    HeadAsGet, HostCheck, ItemId, SecurityHeaders, declare_media_refusal, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router, upload_schemas
@@ -311,6 +311,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             for name, part in upload_schemas().items():
                 schema()["components"]["schemas"].setdefault(name, part)
             alias_properties(app.openapi_schema["components"]["schemas"], (Deployment, Platform, SearchBody))
+            declare_media_refusal(app.openapi_schema["paths"])
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -91,6 +91,22 @@ ERROR_RESPONSES_BESIDE_HTML: dict[int | str, dict[str, Any]] = {
     code: {"description": doc["description"],
            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     for code, doc in ERROR_RESPONSES.items()}
+# a body sent as anything but JSON, on any route that reads one (api_body.JsonBody): declared on each such
+# operation once the schema is built (declare_media_refusal), as the body-taking methods are known only then
+MEDIA_REFUSAL: dict[str, Any] = {
+    "description": "the body is sent with a Content-Type other than application/json (or a +json type)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+BODY_METHODS = ("post", "put", "patch")
+
+
+def declare_media_refusal(paths: dict[str, dict[str, Any]]) -> None:
+    """Add the 415 to every operation of an OpenAPI ``paths`` whose method sends a body."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            if method in BODY_METHODS:
+                operation.setdefault("responses", {}).setdefault("415", MEDIA_REFUSAL)
+
+
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc("another saved scenario has that name")}
 # a save past the store's bound for its kind (store.MAX_SAVED): the 409 names the bound and how to delete one
 FULL_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc("the store holds its most items of this kind: delete one first")}

@@ -4,8 +4,9 @@
 
 const $ = (id) => document.getElementById(id);
 // loaded: the scenario last loaded (saved or shared link), whose fields the form has no control
-// for are kept; request: the number of the newest plan request (older answers are dropped)
-const state = { lastPlan: null, timer: null, ready: false, loaded: null, request: 0 };
+// for are kept; request: the number of the newest plan request (older answers are dropped);
+// linkNote: what the opened link held that the page could not take, shown until the form changes
+const state = { lastPlan: null, timer: null, ready: false, loaded: null, request: 0, linkNote: "" };
 window.inferplan = state;
 
 async function api(method, path, body, onProgress) {  // onProgress: asks for the route's progress (progress.js)
@@ -86,13 +87,31 @@ function refusal(form, err) {
   return err.message;
 }
 
+// the plan's figures: the simulator's and the Memory & speed box's
+const PLAN_FIGURES = "#simulator figure, #memory figure";
+
+// a figure emptied: its chart, and the accessible name its chart's description gave it
+function clearFigure(figure) {
+  figure.replaceChildren();
+  figure.removeAttribute("aria-label");
+}
+
 // A plan that fails replaces the answer: no card, chart or summary of an earlier scenario stays.
 function clearAnswer() {
   state.lastPlan = null;
   for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = $("answer-size").textContent = $("build-note").textContent = "";
   $("placement-note").textContent = "";
-  for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
+  for (const figure of document.querySelectorAll(PLAN_FIGURES)) clearFigure(figure);
+}
+
+// Draws a view's charts, emptying every plan figure the view has no chart for (a plan without
+// uncertainty draws no P10-P90 chart: an earlier scenario's must not stay).
+async function drawCharts(charts) {
+  for (const figure of document.querySelectorAll(PLAN_FIGURES)) {
+    if (!charts[figure.id.replace(/^chart-/, "")]) clearFigure(figure);
+  }
+  await Promise.all(Object.entries(charts).map(([name, spec]) => drawChart(name, spec)));
 }
 
 function setStatus(message) {
@@ -129,16 +148,28 @@ async function drawChart(name, spec) {
     { actions: false, renderer: "svg" });
 }
 
+// the refusal beside the form, after what the opened link held that the page could not take
+function showFormError(message) {
+  showError([state.linkNote, message].filter(Boolean).join(" "));
+}
+
 async function update() {
+  const request = ++state.request;
+  const unread = unreadNumber($("scenario-form"));  // form.js: a number field holding what is no number
+  if (unread) {  // planned with that field blank, it would answer for its default without saying so
+    clearAnswer();
+    showFormError(refusal($("scenario-form"), unread));
+    setStatus("not planned: a field holds no number");
+    return;
+  }
   const scenario = readScenario();
   history.replaceState(null, "", shareUrl(scenario));
   setStatus("computing…");
-  const request = ++state.request;
   try {
     const view = await api("POST", "/api/plan", { scenario, draws: 2000, currency: $("currency").value });
     if (request !== state.request) return;  // a newer request was sent meanwhile: its answer counts
     state.lastPlan = view;
-    showError(refusal($("scenario-form")));
+    showFormError(refusal($("scenario-form")));
     $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
     $("headline-notes").replaceChildren(...view.headline_notes.map((n) => {  // the library's words, as it wrote them
       const p = document.createElement("p"); p.textContent = `Note: ${n}`; return p;
@@ -149,16 +180,17 @@ async function update() {
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     showMemory(view);
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
+    if ($("target_users").value === "") $("target_users").placeholder = `${view.result.target_users} (the default)`;
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
-    await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
+    await drawCharts(view.charts);
     setStatus("up to date");
     document.body.dataset.planned = String(Date.now());
   } catch (err) {
     if (request !== state.request) return;
     clearAnswer();
-    showError(refusal($("scenario-form"), err));
+    showFormError(refusal($("scenario-form"), err));
     setStatus("");
-    if (err.field === PRICE_FIELD) await memoryWithoutPrice(scenario, request);
+    if (costOnly(err.field)) await memoryWithoutCosts(scenario, request);
   }
 }
 
@@ -171,18 +203,23 @@ function showMemory(view) {
   $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
 }
 
-// A platform with no price yet (GPUs of one kind, a server the catalogue prices at no band) still answers what
-// its replica cell holds and how fast it runs: the plan's memory part, which needs no price, under the price's
-// refusal. Should that fail too, the refusal stands alone.
-const PRICE_FIELD = "scenario.platform.quote_usd_per_system";
+// A platform with no price yet (GPUs of one kind, a server the catalogue prices at no band), or with a price but
+// no power figure (an Apple chip's), still answers what its replica cell holds and how fast it runs: the plan's
+// memory part, which needs neither, under the refusal of a field only the costs read. Should that fail too, the
+// refusal stands alone.
+const COST_FIELDS = ["scenario.platform.quote_usd_per_system", "scenario.platform.power_w_per_system"];
 
-async function memoryWithoutPrice(scenario, request) {
+function costOnly(field) {
+  return COST_FIELDS.includes(field) || (field || "").startsWith("scenario.money.");
+}
+
+async function memoryWithoutCosts(scenario, request) {
   let view;
   try { view = await api("POST", "/api/views/memory", { scenario }); } catch { return; }
   if (request !== state.request) return;
   showMemory(view);
-  await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
-  setStatus("memory and speed up to date; the costs need a price");
+  await drawCharts(view.charts);
+  setStatus("memory and speed up to date; the costs need the field marked");
   document.body.dataset.memoryPlanned = String(Date.now());
 }
 
@@ -292,13 +329,26 @@ async function init() {
   tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, sourced(p, "memory"), sourced(p, "power"), p.cooling,
     sourced(p, "price_usd"), sourced(p, "price_eur"), p.native_nvfp4, p.software, p.status]));
   const params = new URLSearchParams(location.search);
-  if (params.get("c")) $("currency").value = params.get("c");
-  if (params.get("s")) {
-    try { fillForm(JSON.parse(params.get("s"))); } catch (err) { showError("the link's scenario could not be read"); }
+  const notes = [];
+  const currency = params.get("c");
+  if (currency && [...$("currency").options].some((o) => o.value === currency)) $("currency").value = currency;
+  else if (currency) {  // the select would show blank and every plan be refused: the page's currency instead
+    const offered = [...$("currency").options].map((o) => o.value).join(", ");
+    notes.push(`Currency (c): the link's ${JSON.stringify(currency.slice(0, 40))} is not offered (allowed: ${offered}); `
+      + `the plan is in ${$("currency").selectedOptions[0].textContent}.`);
   }
+  if (params.get("s")) {
+    try { fillForm(JSON.parse(params.get("s"))); } catch (err) { notes.push("The link's scenario could not be read: the page's own is planned."); }
+  }
+  state.linkNote = notes.join(" ");
+  showError(state.linkNote);
   showOutputs();
   for (const kind of ["input", "change"]) {  // the name typed to save under plans nothing: no new plan for it
-    $("scenario-form").addEventListener(kind, (event) => { if (event.target.id !== "scenario-name") scheduleUpdate(); });
+    $("scenario-form").addEventListener(kind, (event) => {
+      if (event.target.id === "scenario-name") return;
+      state.linkNote = "";  // the user has changed the scenario the link opened
+      scheduleUpdate();
+    });
   }
   $("download-report").addEventListener("click", downloadReport);
   $("save-scenario").addEventListener("click", saveScenario);

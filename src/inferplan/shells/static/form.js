@@ -180,3 +180,15 @@ function shareUrl(scenario) {
   const params = new URLSearchParams({ s: JSON.stringify(scenario), c: $("currency").value });
   return `${location.pathname}?${params.toString()}`;
 }
+
+// The first number field of `form` holding what the browser cannot read as a number ("1e", "--"): its
+// value reads as blank, which would plan the field's default without a word. Returned as a refusal
+// naming the field and what it takes (refusal() in app.js marks it), or null when every field reads.
+function unreadNumber(form) {
+  const el = [...form.querySelectorAll("input[type=number]")].find((x) => !x.hidden && x.validity.badInput);
+  if (!el) return null;
+  const bounds = [el.min !== "" && `at least ${el.min}`, el.max !== "" && `at most ${el.max}`].filter(Boolean);
+  const allowed = `${el.step === "1" ? "a whole number" : "a number"}${bounds.length ? " " + bounds.join(" and ") : ""}, or blank for the default`;
+  const detail = `not a number (allowed: ${allowed})`;
+  return { field: el.dataset.field, detail, message: `${el.id}: ${detail}` };
+}

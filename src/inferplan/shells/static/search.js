@@ -111,7 +111,8 @@ function pickNotes(row) {
 // earlier search stays beside the error.
 function clearSearchAnswer() {
   state.lastSearch = null;
-  for (const id of ["search-notes", "search-api", "search-infeasible", "search-near", "chart-search"]) $(id).replaceChildren();
+  for (const id of ["search-notes", "search-api", "search-infeasible", "search-near"]) $(id).replaceChildren();
+  clearFigure($("chart-search"));
   $("search-table").tBodies[0].replaceChildren();
   $("search-summary").textContent = "";
   $("search-table").hidden = $("search-infeasible-box").hidden = $("search-near-box").hidden = true;
@@ -159,7 +160,7 @@ async function runSearch(event) {
       const li = document.createElement("li"); li.textContent = text; return li;
     }));
     $("search-infeasible-box").open = view.rows.length === 0;
-    $("chart-search").replaceChildren();
+    clearFigure($("chart-search"));
     if (view.chart) await drawChart("search", view.chart);
     $("search-status").textContent = view.rows.length ? `${view.rows.length} deployments` : "nothing meets every target";
     document.body.dataset.searched = String(Date.now());
