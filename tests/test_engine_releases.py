@@ -10,7 +10,8 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.memory_rules import current_release, memory_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.engine_budget import CUDA_CONTEXT, EngineSettings, engine_budget
+from inferplan.memory.budget_settings import EngineSettings
+from inferplan.memory.engine_budget import CUDA_CONTEXT, engine_budget
 from inferplan.memory.fit import fit
 from inferplan.memory.settings import engine_settings
 from inferplan.shells.cli import app

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from inferplan.catalog.engine_tiers import GpuMemoryTier, MemoryFractionReserve, tier_for
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory

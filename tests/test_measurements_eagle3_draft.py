@@ -21,7 +21,7 @@ from inferplan.measurements.compare import compare_run
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.fit import fit
-from inferplan.performance.local_runs import run_deployment
+from inferplan.performance.run_record import run_deployment
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 from inferplan.store import SCHEMA_VERSION, Store

@@ -15,7 +15,8 @@ from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.catalog.points_schema import ProfileLaunch
-from inferplan.performance.local_runs import as_profiles, layout_differs
+from inferplan.performance.launch_match import layout_differs
+from inferplan.performance.local_runs import as_profiles
 from inferplan.performance.serving import estimate
 from inferplan.shells.cli import app
 

@@ -11,7 +11,8 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.memory.fit import plan_memory
-from inferplan.performance.local_runs import as_profiles, settings_differ
+from inferplan.performance.launch_match import settings_differ
+from inferplan.performance.local_runs import as_profiles
 from inferplan.performance.serving import estimate
 
 DATA = Path(__file__).parent / "data" / "measurements"

@@ -16,7 +16,7 @@ from inferplan.measurements import tails
 from inferplan.measurements.compare import compare_run
 from inferplan.measurements.formats import CSV_COLUMNS, parse
 from inferplan.measurements.records import RunProvenance, read_runs
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.run_record import MeasuredPoint
 from inferplan.shells.cli import app
 from inferplan.store import Store
 from inferplan.validation import latency

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
-from inferplan.memory.engine_budget import EngineSettings, activation_bytes
+from inferplan.memory.budget_parts import activation_bytes
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.fit import fit
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
 from inferplan.memory.resolve import resolve_model

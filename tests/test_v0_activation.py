@@ -5,7 +5,8 @@ forward_or_sampler). Each test fails when the mechanism is unwired from the data
 import pytest
 
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.memory.engine_budget import EngineSettings, activation_bytes, mlp_width
+from inferplan.memory.budget_parts import activation_bytes, mlp_width
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
 from inferplan.validation.memory import check_point

@@ -26,7 +26,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
-from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, UserRun
+from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, UserRun
 from inferplan.store_path import default_db_path
 
 SCHEMA = """

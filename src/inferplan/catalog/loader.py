@@ -1,7 +1,7 @@
 """Load and validate the catalogue: YAML files under ``data/``, read lazily, once.
 
 Nothing is read at import time. ``load_catalog()`` parses every file with ``yaml.safe_load``,
-validates each record with the pydantic models in ``schema.py``, merges the per-file
+validates each record with the pydantic models of its section (``SECTIONS``), merges the per-file
 ``sources`` registries and checks that every sourced number names a known source, then the
 cross-references between records (``references.py``: every system names a known accelerator, every
 checkpoint a known quantization …) and each rule file's own (``check_*`` of its schema module).
@@ -23,7 +23,7 @@ from inferplan.catalog.memory_config import sized_accelerator
 from inferplan.catalog.ollama import refuse_unlisted_tag
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.registry import Registry
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.errors import CatalogError, UnknownHardwareError, UnknownModelError
 from inferplan.input_files import check_yaml_depth, read_text
 
@@ -42,12 +42,12 @@ if TYPE_CHECKING:
     from inferplan.catalog.ollama_schema import OllamaRunner
     from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
     from inferplan.catalog.site_schema import Site
+    from inferplan.catalog.quantization_schema import Quantization
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
         KvDtype,
         ModelCard,
-        Quantization,
         System,
     )
     from inferplan.catalog.points_schema import (
@@ -68,9 +68,9 @@ SECTIONS: dict[str, str] = {
     "accelerators": "schema:Accelerator",
     "systems": "schema:System",
     "models": "schema:ModelCard",
-    "quantizations": "schema:Quantization",
+    "quantizations": "quantization_schema:Quantization",
     "kv_cache_dtypes": "schema:KvDtype",
-    "engines": "schema:EngineDefaults",
+    "engines": "engine_schema:EngineDefaults",
     "calibration": "schema:CalibrationConstant",
     "memory_points": "points_schema:MemoryPoint",
     "speed_points": "points_schema:SpeedPoint",

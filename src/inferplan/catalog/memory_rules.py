@@ -5,7 +5,7 @@ what counts against the memory fraction, how big a batch the start-up profile ru
 large the activation peak is), whether CUDA-graph memory is reserved before the KV cache is sized,
 and whether the cache is cut into whole blocks. A ``MemoryRule`` states one such rule for a range
 of releases, with the engine source it was read from; ``memory_rule`` picks the rule of a release.
-The arithmetic lives in ``memory/engine_budget.py``; this module only describes and selects.
+The arithmetic lives in ``memory/engine_budget.py`` and ``memory/budget_parts.py``; this module only describes and selects.
 """
 
 from __future__ import annotations

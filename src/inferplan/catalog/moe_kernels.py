@@ -6,7 +6,7 @@ choice follows the GPU generation and whether the install carries ``triton_kerne
 allocate the experts differently (Marlin pads every matrix to its tile multiples, the Triton path
 keeps a second copy of the block scales). A ``MoeKernel`` states one kernel's layout; a
 ``MoeKernelRule`` states which kernel a range of releases picks on which architectures with its
-default pip install. ``moe_kernel`` selects; the bytes are computed in ``memory/engine_budget.py``.
+default pip install. ``moe_kernel`` selects; the bytes are computed in ``memory/moe_layout.py``.
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class LaunchFields(BaseModel):
     """How an engine was launched, as a deployment states it (Deployment's fields of these names): its tensor parallel
     size, CUDA graphs (enforce_eager: none captured), what it kept in host RAM — weights, a host KV-cache tier, the
     KTransformers release — and the engine settings that change the prediction (None: not stated, so no offload and
-    the engine's default setting). A measured profile's launch and a stored run (``performance/local_runs.UserRun``)
+    the engine's default setting). A measured profile's launch and a stored run (``performance/run_record.UserRun``)
     state these."""
 
     tensor_parallel_size: int

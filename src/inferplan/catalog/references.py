@@ -10,7 +10,8 @@ naming the record.
 from __future__ import annotations
 
 from inferplan.catalog.ollama import OLLAMA
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS, EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.schema import BENCH_TUNED_FORMATS
 from inferplan.errors import CatalogError
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default

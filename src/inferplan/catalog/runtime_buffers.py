@@ -6,7 +6,8 @@ context, the runtime buffers and the decoder are created. Everything on the devi
 the CUDA context, and buffers sized for every sequence slot (``max_batch_size``) times the padded
 vocabulary — the engine's logits output and the decoder's copies and workspaces. A ``RuntimeBuffers``
 block of a ``MemoryRule`` (``engine_memory_rules.yaml``) names them, each array with the source line it
-was read from; ``memory/engine_budget.py`` adds them to the rule's non-torch memory.
+was read from; ``memory/budget_parts.py`` sizes them and ``memory/engine_budget.py`` adds them to the rule's
+non-torch memory.
 """
 
 from __future__ import annotations

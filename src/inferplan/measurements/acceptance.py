@@ -33,7 +33,7 @@ from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.slots import most_slots
 from inferplan.memory.resolve import resolve_model
 from inferplan.performance.drafts import resolve_acceptance
-from inferplan.performance.local_runs import NO_OFFLOAD, launched_offload
+from inferplan.performance.launch_match import NO_OFFLOAD, launched_offload
 from inferplan.performance.serving import estimate
 
 CLIENTS_FILE = Path(__file__).with_name("clients.yaml")

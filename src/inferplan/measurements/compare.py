@@ -21,7 +21,8 @@ from inferplan.measurements.records import MeasuredRun, failure_text
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint, release_reading, run_deployment, run_workload
+from inferplan.performance.launch_match import release_reading
+from inferplan.performance.run_record import MeasuredPoint, run_deployment, run_workload
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -83,7 +84,7 @@ def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[Metric
 
 def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment, tuple[str, ...]]:
     """The deployment ``run`` measured (``run_deployment``) at the engine release it ran: the one its engine_version
-    names where the memory rules plan it for this model (``local_runs.release_reading``: "V1, v0.10.1" reads as
+    names where the memory rules plan it for this model (``launch_match.release_reading``: "V1, v0.10.1" reads as
     0.10.1 V1, "vllm/vllm-openai:v0.11.0" as 0.11.0); else the engine's default release, and a note that says why."""
     d = run_deployment(run, max_model_len=run.max_model_len)
     release, why = release_reading(catalog, d, run.engine_version)

@@ -13,7 +13,7 @@ import yaml
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.measurements.draft_origin import origin_text, run_origin
 from inferplan.measurements.records import MeasuredRun, by_whom, failure_text, run_settings
-from inferplan.performance.local_runs import run_deployment
+from inferplan.performance.run_record import run_deployment
 
 # the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
 POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",

@@ -39,7 +39,7 @@ from inferplan.measurements.genai_perf_format import parse_genai_perf
 from inferplan.measurements.result_fields import (Parsed, bad_field, find_key, from_ms, iso_date, measured_point, read_count,
                                                   read_json, read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.run_record import MeasuredPoint
 
 FORMATS = ("vllm", "sglang", "llama-bench", "genai-perf", "guidellm", "csv")
 CSV_COLUMNS = ("concurrency", "input_tokens", "output_tokens", "ttft_ms", "tpot_ms", "output_tokens_per_s", "requests_per_s")

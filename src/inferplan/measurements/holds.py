@@ -24,7 +24,7 @@ from inferplan.memory.mtp import with_speculative
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.offload import check_offload_flags
 from inferplan.memory.precision import check_kv_dtype
-from inferplan.performance.local_runs import RUN_SETTINGS, UserRun, run_deployment
+from inferplan.performance.run_record import RUN_SETTINGS, UserRun, run_deployment
 from inferplan.units import GB
 
 

@@ -28,7 +28,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.performance.drafts import Acceptance, resolve_acceptance
-from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
+from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.run_record import MeasuredPoint
 
 MS = 1e-3
 

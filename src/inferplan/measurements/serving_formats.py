@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, measured_point, read_count, read_json,
                                                   read_number, text_of)
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.run_record import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
 # of --metric-percentiles, 99 by default)

@@ -20,7 +20,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.run_record import MeasuredPoint
 from inferplan.search.arrivals import Load
 from inferplan.search.benchmark_tails import TAIL_METRICS, predict_tails, run_load
 from inferplan.search.service import service_curve

@@ -8,7 +8,8 @@ from inferplan.catalog.flag_scope import check_flag_release, stated_release
 from inferplan.catalog.flags_schema import check_choice, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults, Quantization
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.expert_split import expert_data_parallel

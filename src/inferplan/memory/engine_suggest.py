@@ -14,7 +14,7 @@ from functools import cache
 from typing import Callable
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import Quantization
+from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Accelerator, Quantization
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import Accelerator
 from inferplan.catalog.weight_rules import ExpertScaleRule
 from inferplan.units import GiB
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.resolve import resolve_model
 

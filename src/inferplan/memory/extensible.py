@@ -18,7 +18,8 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.schema import Accelerator
 from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment

@@ -23,7 +23,8 @@ from inferplan.memory.admission import planned_release, rule_label, with_admissi
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings, unified_slots
 from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
-from inferplan.memory.engine_budget import captures_cuda_graphs, device_total_bytes
+from inferplan.memory.budget_parts import captures_cuda_graphs
+from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.running_cap import (concurrency_answer, launched_cap, max_num_seqs_at_most, running_cap,
                                           running_sequences)

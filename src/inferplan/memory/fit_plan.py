@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
-from inferplan.memory.engine_budget import EngineSettings
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import Accelerator, KvDtype
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.hardware import Hardware
 from inferplan.memory.kv_cache import KvLayout

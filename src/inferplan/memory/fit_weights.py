@@ -12,9 +12,12 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.provenance import release_key
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import Accelerator, KvDtype
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
+from inferplan.memory.budget_settings import EngineSettings
+from inferplan.memory.engine_budget import EngineBudget, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.fit_held import planned_length
 from inferplan.memory.expert_split import expert_data_parallel, expert_slot_share, redundant_experts, redundant_note

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import device_total_bytes

@@ -20,7 +20,9 @@ from inferplan.catalog.flag_scope import stated_release
 from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults, Quantization, System
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import System
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware, resolve_hardware

@@ -18,7 +18,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule, rule_for_architecture
-from inferplan.catalog.schema import Quantization
+from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import SPECULATIVE_METHODS, Deployment
 from inferplan.memory.draft_headroom import check_outside_fraction

@@ -20,7 +20,7 @@ from typing import Literal
 
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kt_host import KtHost

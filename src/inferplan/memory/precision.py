@@ -6,7 +6,9 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import Accelerator, KvDtype
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 

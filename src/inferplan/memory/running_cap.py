@@ -19,7 +19,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.engine_budget import EngineSettings
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.hardware import runs_named_build
 
 

@@ -20,7 +20,7 @@ from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.cuda_graphs import capture_sizes
-from inferplan.memory.engine_budget import EngineSettings
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.memory.release_running import release_running, release_running_note
 from inferplan.memory.state_pool import draft_named

@@ -12,7 +12,7 @@ from typing import Callable
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Quantization
+from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import longest_steps

@@ -18,7 +18,8 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.memory.cuda_graphs import model_runner, runner_counts_graphs
-from inferplan.memory.engine_budget import ASSUMED_VOCAB, EngineSettings
+from inferplan.memory.budget_parts import ASSUMED_VOCAB
+from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.runner_buffers import runner_arrays
 from inferplan.units import GiB
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults, Quantization
+from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
 
 # layers whose attention projects key/value heads (MLA keeps one latent every rank holds whole;
 # linear-attention and Mamba mixers shard heads of their own, not checked here)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from inferplan.catalog.checkpoint_schema import KeptCheckpointExperts
 from inferplan.catalog.hf_keep import KeptGroups
 from inferplan.catalog.models import KeptUnquantized, LayerFormats, ModelSpec
-from inferplan.catalog.schema import Quantization
+from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.params import ParamBreakdown, count_params
 

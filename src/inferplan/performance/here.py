@@ -24,7 +24,7 @@ from inferplan.memory.local import LocalFits, fits_here
 from inferplan.memory.fit import verdict_plan
 from inferplan.memory.matrix import FitsCell, fits_matrix
 from inferplan.memory.offload_suggest import offload_answer
-from inferplan.performance.local_runs import UserRun
+from inferplan.performance.run_record import UserRun
 from inferplan.performance.serving import estimate
 from inferplan.units import GiB
 

@@ -7,7 +7,8 @@ import dataclasses
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.registry import Registry
-from inferplan.performance.local_runs import UserRun, as_profiles
+from inferplan.performance.local_runs import as_profiles
+from inferplan.performance.run_record import UserRun
 
 
 def with_user_profiles(catalog: Catalog, runs: tuple[UserRun, ...]) -> Catalog:

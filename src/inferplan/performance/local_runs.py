@@ -9,243 +9,25 @@ input/output lengths a run is interpolated across concurrency (linear in log con
 shipped profiles are, ``profiles.py``); outside its concurrency range, or at other lengths, the
 calibrated model's estimate is scaled by measured/model at the nearest measured point, and the
 estimate says what differs. As measured profiles (``as_profiles``, which ``plan`` and ``search`` interpolate) the
-runs state their launch, and apply only to a deployment launched the same way (``launch_differs``).
+runs state their launch, and apply only to a deployment launched the same way (``launch_match.launch_differs``).
+The run records are ``run_record.py``'s.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from typing import TYPE_CHECKING, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from inferplan.catalog.flags_schema import as_engine_runs, flags_for
-from inferplan.catalog.memory_rules import read_release
-from inferplan.catalog.points_schema import LaunchFields, ProfileLaunch, ProfilePoint, ServingProfile
-from inferplan.errors import InferplanError
+from inferplan.catalog.points_schema import ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
-from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.performance.launch_match import differ_words, launched_settings, layout_differs, run_release, settings_differ
+from inferplan.performance.run_record import LAUNCH_OFFLOAD, MeasuredPoint, UserRun, run_deployment
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
     from inferplan.performance.estimate import ServingEstimate
 
 SOURCE = "measured-local"
-
-
-class MeasuredPoint(BaseModel):
-    """One load level of a benchmark run, in SI units (None: the client did not report it)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False)
-
-    concurrency: int = Field(ge=1, le=10_000_000)
-    input_tokens: int = Field(ge=0, le=100_000_000)
-    output_tokens: int = Field(ge=0, le=100_000_000)
-    ttft_s: float | None = Field(None, gt=0, le=1e6)
-    tpot_s: float | None = Field(None, gt=0, le=1e6)
-    output_tokens_per_s_total: float | None = Field(None, gt=0, le=1e12)
-    requests_per_s: float | None = Field(None, gt=0, le=1e9)
-    prefill_tokens_per_s: float | None = Field(None, gt=0, le=1e12)  # prompt processing alone (llama-bench pp)
-    ttft_p50_s: float | None = Field(None, gt=0, le=1e6)
-    ttft_p99_s: float | None = Field(None, gt=0, le=1e6)
-    tpot_p50_s: float | None = Field(None, gt=0, le=1e6)
-    tpot_p99_s: float | None = Field(None, gt=0, le=1e6)
-    # the load the client offered: its request rate (None: no rate limit, as with the clients'
-    # default "inf") and the run's length in requests; ``requests_per_s`` is what completed
-    request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
-    requests: int | None = Field(None, ge=1, le=100_000_000)
-    # how prompt and output lengths spread, when the file says: uniform, with this squared coefficient
-    # of variation (SGLang's random dataset); None: every request the mean length
-    lengths_uniform_scv: float | None = Field(None, ge=0, le=1 / 3)
-    # requests that failed (an error, or cut off unfinished) where the client counts them (None: it does not say):
-    # the figures above are over the requests that completed only
-    failed_requests: int | None = Field(None, ge=0, le=100_000_000)
-
-
-class UserRun(LaunchFields):
-    """A stored run as the performance layer sees it: the deployment it measured and its points; how it was launched
-    (``LaunchFields``: its TP size, CUDA graphs, offload — RUN_OFFLOAD — and engine settings — RUN_SETTINGS —, None
-    where not stated) and the host it ran on."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    id: int
-    model: str
-    accelerator: str
-    gpus: int
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int | None = None  # None: the GPUs over TP × PP
-    enable_expert_parallel: bool = False
-    engine: str
-    engine_version: str
-    quantization: str
-    measured_on: dt.date
-    points: tuple[MeasuredPoint, ...]
-    # the host it ran on (Deployment's fields of these names, RUN_HOST; None: not stated)
-    host_sockets: int | None = None
-    host_memory_gb: float | None = None
-    host_memory_bandwidth_gb_per_s: float | None = None
-    # the speculative decoding it ran with, as deploy launches it (0 draft tokens: none); the acceptance rate
-    # per draft token it is predicted at (None: the workload's default)
-    speculative_tokens: int = 0
-    speculative_method: str | None = None  # memory.mtp.SPECULATIVE_METHODS; None: as perf plans a draft
-    draft_model: str | None = None
-    acceptance_rate: float | None = None
-
-
-# the Deployment fields a run states of what it kept in host RAM, its KTransformers release and its host
-# (``measurements import`` and ``acceptance`` take them by the same flags)
-RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
-               "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "host_memory_gb",
-               "host_memory_bandwidth_gb_per_s")
-# of those, the host the run ran on: planned with, not matched (perf plans on a run of the same launch)
-RUN_HOST = ("host_sockets", "host_memory_gb", "host_memory_bandwidth_gb_per_s")
-# of those, what a run or profile is matched on (``launched_offload``)
-LAUNCH_OFFLOAD = tuple(f for f in RUN_OFFLOAD if f not in RUN_HOST)
-# the engine settings a launch command states beyond its layout, context and offload that change the prediction
-# (``measurements import`` and ``acceptance`` take them by deploy's and perf's flags)
-RUN_SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
-                "moe_runner_backend")
-# the speculative decoding a run states (``measurements import`` takes them as deploy and perf name them)
-RUN_DRAFTS = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate")
-# how the memory plan states each of RUN_SETTINGS as the engine runs it (stated, else its default): perf matches a run
-# on all of them, since each changes the speed at a concurrency or the concurrency reached — the KV cache dtype the
-# bytes a step reads and the sequences the cache holds, the memory fraction the sequences held, the sequence cap and
-# the step's token budget the batch and the prompts fused into it, llama.cpp's micro-batch and the MoE runner the
-# kernels a step runs
-RUN_SETTING_AS_RUN: dict[str, Callable[[MemoryPlan, Deployment], object]] = {
-    "kv_cache_dtype": lambda mp, d: mp.kv_dtype.id,
-    "gpu_memory_utilization": lambda mp, d: round(mp.settings.memory_fraction, 6),
-    "max_num_seqs": lambda mp, d: mp.settings.max_num_seqs,
-    "max_num_batched_tokens": lambda mp, d: mp.settings.max_num_batched_tokens,
-    "ubatch_size": lambda mp, d: mp.settings.prefill_micro_batch_tokens,
-    "moe_runner_backend": lambda mp, d: d.moe_runner_backend,
-}
-
-
-def run_deployment(run: UserRun, **settings) -> Deployment:
-    """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload, host and engine settings;
-    its draft tokens per step, drafted with the model's MTP layers where its speculative method is mtp, with its
-    EAGLE-3 draft where it is eagle3), with ``settings`` beside."""
-    method = run.speculative_method if run.speculative_tokens else None
-    mtp = {"mtp_draft": True} if method == "mtp" else {"eagle3_draft": run.draft_model} if method == "eagle3" and run.draft_model else {}
-    mtp |= ({"speculative_tokens": run.speculative_tokens, "speculative_method": method} if run.speculative_tokens else {}) | (
-        {"enforce_eager": True} if run.enforce_eager else {})
-    return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
-                      pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
-                      enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
-                      **{f: getattr(run, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS) if getattr(run, f) is not None}, **mtp,
-                      **settings)
-
-
-def launched_settings(x: "UserRun | ProfileLaunch | Deployment") -> dict[str, object]:
-    """The engine settings (``RUN_SETTINGS``) a run or deployment states (a KV cache dtype of auto states none)."""
-    return {f: v for f in RUN_SETTINGS if (v := getattr(x, f)) is not None and not (f == "kv_cache_dtype" and v == "auto")}
-
-
-def run_launch(d: Deployment, run: "UserRun | ProfileLaunch", release: str | None = None, *,
-               stated: Deployment | None = None) -> Deployment:
-    """``d`` as ``run`` (a run, or a profile's launch) was launched: the engine settings it states where they differ
-    from ``stated``'s (the deployment as asked, before the planner filled any in; default ``d``), the engine's default
-    where it states none, and its engine release (``run_release``; None: ``d``'s)."""
-    ran, asked = launched_settings(run), launched_settings(stated or d)
-    update = {f: ran.get(f, Deployment.model_fields[f].default) for f in RUN_SETTINGS if ran.get(f) != asked.get(f)}
-    return d.model_copy(update=update | ({"engine_version": release} if release else {}))
-
-
-def run_release(catalog: "Catalog", d: Deployment, engine_version: str | None) -> str | None:
-    """The engine release a run (or a profile's launch) of ``d``'s engine ran, as ``d`` (its deployment, or one planned
-    like it) takes it (``release_reading``); None: ``d``'s own release."""
-    return release_reading(catalog, d, engine_version)[0]
-
-
-def release_reading(catalog: "Catalog", d: Deployment, engine_version: str | None) -> tuple[str | None, str | None]:
-    """The release ``engine_version`` names where the memory rules plan it (``memory_rules.read_release``) and the
-    engine runs ``d``'s model and weight format at it as the catalogue knows, and None; else None and why not: the
-    text names no release, no memory rule covers it (the covered ranges named), it has no such variant (V0 named
-    on a release without V0), or ``d``'s memory plan is refused at it (a release that predates the model's
-    architecture, naming the first that loads it)."""
-    release, why = read_release(catalog, d.engine, engine_version) if engine_version else (None, "names no release")
-    if release is None:
-        return None, why
-    try:
-        plan_memory(d.model_copy(update={"engine_version": release}), catalog)
-    except InferplanError as exc:
-        if exc.field == "engine_version":
-            return None, str(exc)
-    return release, None
-
-
-def settings_as_run(catalog: "Catalog", d: Deployment) -> dict[str, object] | None:
-    """``d``'s engine settings (those of ``RUN_SETTINGS`` its engine's launcher takes, engine_flags.yaml) as the engine
-    runs them at its release: stated, else that release's default (``RUN_SETTING_AS_RUN``; a stated value that is the
-    engine's own default, ``flags_schema.as_engine_runs``, as none). None: the memory plan of ``d`` is refused."""
-    try:
-        mp = plan_memory(d, catalog)
-    except InferplanError:
-        return None
-    flags = flags_for(catalog, d.engine)
-    return {f: as_engine_runs(catalog, d.engine, f, RUN_SETTING_AS_RUN[f](mp, d)) for f in RUN_SETTINGS
-            if flags is None or flags.takes(f)}
-
-
-def settings_differ(catalog: "Catalog", d: Deployment, run: "UserRun | ProfileLaunch", *,
-                    stated: Deployment | None = None) -> dict[str, tuple]:
-    """The engine settings ``run`` (a run, or a profile's launch) ran with that ``d`` is not planned with, each as
-    (the run's, ``d``'s), as the engine runs them (``settings_as_run``): the run's unstated settings at the defaults
-    of its own release (``run_release``), ``d``'s at its own, so a launch is the same whether its defaults are written
-    out or not. Where the memory plan of either launch is refused, as stated (None: the engine's default). Empty:
-    the same launch. The one comparison of launches: perf's matching and pooling (``with_user_runs``) and the
-    profiles' (``as_profiles``, ``profiles.find_profile``) all use it."""
-    launch = run_launch(d, run, run_release(catalog, d, run.engine_version), stated=stated)
-    mine, planned = settings_as_run(catalog, launch), settings_as_run(catalog, d)
-    if mine is None or planned is None:
-        ran, asked = launched_settings(run), launched_settings(stated or d)
-        mine, planned = ({f: x.get(f) for f in RUN_SETTINGS} for x in (ran, asked))
-    return {f: (mine[f], planned[f]) for f in planned if mine[f] != planned[f]}
-
-
-def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:
-    """The workload of one load level of ``run``: its lengths and concurrency, with the run's draft tokens at
-    its acceptance rate."""
-    rate = {"acceptance_rate": run.acceptance_rate} if run.acceptance_rate is not None else {}
-    drafts = {"speculative_tokens": run.speculative_tokens, **rate} if run.speculative_tokens else {}
-    return Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency, **drafts)
-
-
-def launched_offload(x: "UserRun | ProfileLaunch | Deployment") -> tuple:
-    """How a run, profile launch or deployment was launched to use host RAM (``LAUNCH_OFFLOAD``)."""
-    return tuple(getattr(x, f) for f in LAUNCH_OFFLOAD)
-
-
-NO_OFFLOAD = (None,) * len(LAUNCH_OFFLOAD)  # launched_offload of a run or deployment that states none
-
-
-def layout_differs(x: "UserRun | ProfileLaunch", d: Deployment, tp: int) -> dict[str, tuple]:
-    """How ``x`` (a run, or a profile's launch) was laid out and launched to use host RAM where ``d``, planned at
-    tensor parallel size ``tp``, is not: its TP size, CUDA graphs (enforce_eager) and offload (``LAUNCH_OFFLOAD``),
-    each as (``x``'s, ``d``'s). Empty: the same layout and offload."""
-    pairs = {"tensor_parallel_size": (x.tensor_parallel_size, tp), "enforce_eager": (x.enforce_eager, d.enforce_eager),
-             **{f: (getattr(x, f), getattr(d, f)) for f in LAUNCH_OFFLOAD}}
-    return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
-
-
-def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunch", tp: int, *,
-                   stated: Deployment | None = None) -> dict[str, tuple]:
-    """Every way ``x`` (a run, or a profile's launch) was launched that ``d`` is not planned with: its layout and
-    offload (``layout_differs``), else its engine settings as the engine runs them (``settings_differ``). Empty: the
-    same launch."""
-    return layout_differs(x, d, tp) or settings_differ(catalog, d, x, stated=stated)
-
-
-def differ_words(differs: dict[str, tuple]) -> list[str]:
-    """``launch_differs``' differences in words ("launched with max_num_seqs 8, planned with 1024")."""
-    def said(f: str, value: object) -> str:
-        return ("none" if f in LAUNCH_OFFLOAD else "the engine's default") if value is None else str(value)
-    return [f"launched with {f} {said(f, ran)}, planned with {said(f, planned)}"
-            for f, (ran, planned) in differs.items()]
 
 
 def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int) -> list[UserRun]:

@@ -4,7 +4,7 @@ tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 
 from __future__ import annotations
 
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overhead_s, overlapped
 

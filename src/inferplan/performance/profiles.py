@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from inferplan.catalog.points_schema import ServingProfile
-from inferplan.performance.local_runs import differ_words, interp_log, launch_differs
+from inferplan.performance.launch_match import differ_words, launch_differs
+from inferplan.performance.local_runs import interp_log
 
 if TYPE_CHECKING:
     from inferplan.inputs.deployment import Deployment
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 def find_profile(ctx: "ServingContext",
                  stated: "Deployment | None" = None) -> tuple[ServingProfile | None, tuple[str, ...]]:
     """The first measured profile of ``ctx``'s deployment (model, accelerator, GPU count, engine, weight format) at
-    its workload's lengths, launched as the deployment is planned (``local_runs.launch_differs``, its engine settings
+    its workload's lengths, launched as the deployment is planned (``launch_match.launch_differs``, its engine settings
     compared with ``stated``'s, the deployment as asked; a profile that states no launch, as shipped ones, matches
     any), and a note for each such profile launched otherwise, which is not used."""
     fit, w = ctx.mp.result, ctx.w

@@ -14,7 +14,9 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import Accelerator, CalibrationFamilyRule, ComputeDtype, EngineDefaults, Quantization
+from inferplan.catalog.engine_schema import CalibrationFamilyRule, EngineDefaults
+from inferplan.catalog.quantization_schema import Quantization
+from inferplan.catalog.schema import Accelerator, ComputeDtype
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 

@@ -27,14 +27,15 @@ from inferplan.memory.slots import most_slots
 from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
+from inferplan.performance.launch_match import run_launch, run_release, settings_differ
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
-from inferplan.performance.local_runs import (MeasuredPoint, UserRun, run_launch, run_release, settings_differ,
-                                              with_user_runs)
+from inferplan.performance.local_runs import with_user_runs
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
                                          unpack_note)
 from inferplan.performance.phases import StepTime, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
+from inferplan.performance.run_record import MeasuredPoint, UserRun
 from inferplan.performance.track_record import with_track_record
 
 

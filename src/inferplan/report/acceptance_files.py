@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.acceptance import AcceptancePack
-from inferplan.performance.local_runs import RUN_OFFLOAD, RUN_SETTINGS
+from inferplan.performance.run_record import RUN_OFFLOAD, RUN_SETTINGS
 
 
 def _readme(p: AcceptancePack) -> str:

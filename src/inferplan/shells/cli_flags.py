@@ -133,7 +133,7 @@ LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "
           "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache", "sched_spread", "max_mamba_cache_size",
           "mamba_full_memory_ratio")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
-# these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
+# these, the KTransformers release and the host perf prices: performance/run_record.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
                  "hicache_size", "kt_num_gpu_experts", "kt_method", "host_memory_gb")
 HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",

@@ -8,7 +8,7 @@ import typer
 
 from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
                                          err_console, fail, run, TokensOpt)
-from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
+from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
 
 RunDraftOpt = typer.Option(None, "--draft-model", help=(

@@ -21,7 +21,8 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.memory.engine_budget import device_total_bytes, mlp_width
+from inferplan.memory.budget_parts import mlp_width
+from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
