@@ -77,6 +77,11 @@ def plain_number(value: int | float | Decimal) -> str:
     return format(exact.normalize(), ",f")
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1: "1 user", "2,000 requests"."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def whole_count(count: float) -> int:
     """The whole items in a count a model gives as a fraction: the requests of a context a KV cache holding 18.9
     of them admits together (18); a count computed as 22.9999999 for 23 is 23."""
