@@ -8,7 +8,7 @@ import statistics
 import pytest
 from fastapi.testclient import TestClient
 
-from inferplan.economics.money import HOURS_PER_MONTH
+from inferplan.units import HOURS_PER_MONTH
 from inferplan.errors import InvalidScenarioError, LinkReachError
 from inferplan.economics.plan import plan
 from inferplan.economics.rental import hourly_usd, on_demand_listings, rent_engine_instances, rent_quotes

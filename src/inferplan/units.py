@@ -23,6 +23,10 @@ MB = 10**6
 GB = 10**9
 TB = 10**12
 
+# a month as prices and workloads count it: a 365-day year's hours over 12 months (730 h)
+HOURS_PER_MONTH = 365 * 24 / 12
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
+
 # Unit spellings accepted in catalogue YAML: unit -> (dimension, factor to the SI value).
 # Dimensions are the suffixes used in field names.
 UNITS: dict[str, tuple[str, float]] = {
