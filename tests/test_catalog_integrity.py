@@ -128,6 +128,7 @@ def test_a_constant_fitted_on_an_unknown_point_fails_to_load(tmp_path):
         load_files([memory, bad])
 
 
+@pytest.mark.slow  # four loads of the whole catalogue; the test below checks the same rules on the loaded one
 def test_an_engine_build_must_date_a_measured_build_from_a_known_source(tmp_path):
     shipped = [p for p in DATA_DIR.glob("**/*.yaml") if p.name != "engine_builds.yaml"]
     vllm = yaml.safe_load((DATA_DIR / "measurements" / "speed_vllm.yaml").read_text())
@@ -144,6 +145,27 @@ def test_an_engine_build_must_date_a_measured_build_from_a_known_source(tmp_path
         bad.write_text(yaml.safe_dump({"sources": [source], "engine_builds": [bad_build]}))
         with pytest.raises(CatalogError, match=message):
             load_files([*shipped, bad])
+
+
+def test_an_engine_build_of_the_loaded_catalogue_must_date_a_measured_build_from_a_known_source(catalog):
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    from inferplan.catalog.points_schema import EngineBuild
+    from inferplan.catalog.references import check_references
+    from inferplan.catalog.registry import Registry
+
+    version = next(p.engine_version for p in catalog.speed_points if p.engine == "vllm")
+    source = next(iter(catalog.sources))
+    build = EngineBuild(engine="vllm", engine_version=version, date="2025-10", basis="release", source=source)
+    assert build.year == pytest.approx(2025 + 9.5 / 12)
+    for bad_build, message in ((build.model_copy(update={"engine_version": "v0.0.0-never-measured"}), "no speed point names"),
+                               (build.model_copy(update={"source": "nowhere"}), "unknown source 'nowhere'")):
+        with pytest.raises(CatalogError, match=message):
+            check_references(replace(catalog, engine_builds=Registry("engine_builds", {bad_build.id: bad_build})))
+    with pytest.raises(ValidationError, match="date"):
+        EngineBuild.model_validate({**build.model_dump(), "date": "2025-13"})
 
 
 def test_no_data_string_is_cut_short_by_an_unquoted_hash():

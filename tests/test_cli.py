@@ -15,6 +15,18 @@ def invoke(*args):
     return runner.invoke(app, list(args))
 
 
+@pytest.fixture(scope="module")
+def speed_validated():
+    """``validate --speed`` tables from one run of the speed validation (it checks every shipped point, seconds of
+    CPU): the CLI's call returns that run's result, so each test renders it without checking the points again."""
+    from inferplan.validation import speed
+
+    result = speed.validate_speed()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(speed, "validate_speed", lambda catalog=None: result)
+        yield result
+
+
 def test_fit_json_has_the_documented_keys():
     r = invoke("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "16000", "--json")
     assert r.exit_code == 0, r.output
@@ -158,12 +170,12 @@ def test_frontier_json():
     assert len(json.loads(r.stdout)["points"]) >= 5
 
 
-def test_validate_speed_prints_medians():
+def test_validate_speed_prints_medians(speed_validated):
     r = invoke("validate", "--speed")
     assert r.exit_code == 0 and "decode/all" in r.output
 
 
-def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
+def test_validate_speed_can_show_only_the_worst_rows_of_a_kind(speed_validated):
     def rows(output):  # a point's whole id, first in its table row or its block of the narrow layout
         return [line.removeprefix("│ ") for line in output.splitlines() if line.removeprefix("│ ").startswith(("s-", "pf-"))]
 
@@ -177,7 +189,7 @@ def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
     assert bad.exit_code == 2 and "--kind" in bad.output and "throughput" in bad.output
 
 
-def test_validate_speed_shows_one_familys_points_and_track_record():
+def test_validate_speed_shows_one_familys_points_and_track_record(speed_validated):
     r = invoke("validate", "--speed", "--family", "trtllm", "--kind", "decode")
     assert r.exit_code == 0, r.output
     record = [line for line in r.output.splitlines() if line.startswith("│ trtllm")]
@@ -186,9 +198,7 @@ def test_validate_speed_shows_one_familys_points_and_track_record():
 
     own = [a for a in load_catalog().speed_accuracy.records.values() if a.family == "trtllm" and a.kind == "decode"]
     assert len(record) == len(own) > 1
-    from inferplan.validation.speed import validate_speed
-
-    expected = [c for c in validate_speed().checks if c.family == "trtllm" and c.kind == "decode"]
+    expected = [c for c in speed_validated.checks if c.family == "trtllm" and c.kind == "decode"]
     rows = [line for line in r.output.splitlines() if line.removeprefix("│ ").startswith("s-")]
     assert len(rows) == len(expected) > 0
     bad = invoke("validate", "--speed", "--family", "vllm-cuda")
@@ -242,7 +252,7 @@ def test_racks_ratios():
     assert bad.exit_code == 2 and "--interactivity" in bad.output
 
 
-def test_validate_speed_shows_times_in_milliseconds_and_concurrent_decode_apart():
+def test_validate_speed_shows_times_in_milliseconds_and_concurrent_decode_apart(speed_validated):
     r = invoke("validate", "--speed", "--kind", "decode-concurrent", "--worst", "2")
     assert r.exit_code == 0, r.output
     assert "decode-concurrent/all" in r.output

@@ -45,13 +45,15 @@ def test_the_console_entry_writes_everything_and_keeps_the_exit_status(tmp_path)
     from pathlib import Path
 
     inferplan = str(Path(sys.executable).parent / "inferplan")
-    whole = runner.invoke(app, ["fits", "--json"], prog_name="inferplan").output
-    done = subprocess.run([inferplan, "fits", "--json"], capture_output=True, text=True)
+    listing = ["catalog", "list", "models", "--json"]  # cheap to build, and several pipe buffers (64 KiB) long
+    whole = runner.invoke(app, listing, prog_name="inferplan").output
+    assert len(whole) > 2 * 2**16
+    done = subprocess.run([inferplan, *listing], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == whole  # flushed in full before the process ends
     bad = subprocess.run([inferplan, "fit", "--model", "nope", "--gpu", "h100"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--model" in bad.stderr
-    closed = subprocess.run(f"{inferplan} fits | head -1", shell=True, capture_output=True, text=True)
-    assert closed.stdout.startswith("What fits") and "Traceback" not in closed.stderr
+    closed = subprocess.run(f"{inferplan} {' '.join(listing)} | head -1", shell=True, capture_output=True, text=True)
+    assert closed.stdout == whole.splitlines(keepends=True)[0] and "Traceback" not in closed.stderr
 
 
 USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line names, and what it says is allowed

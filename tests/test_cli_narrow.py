@@ -1,14 +1,18 @@
 """At 80 columns no id a user must type next is cut: tables drop low-value columns or become lists."""
 
+import io
 import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.registry import Registry
 
 INFERPLAN = str(Path(sys.executable).parent / "inferplan")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -53,7 +57,8 @@ def test_a_scenario_name_with_rich_markup_is_printed_as_text(tmp_path):
     assert "[/] [red]x —" in narrow("plan", str(scenario))
 
 
-@pytest.mark.parametrize("part", ["--speed", "--memory", "--latency"])
+@pytest.mark.parametrize("part", [pytest.param("--speed", marks=pytest.mark.slow), "--memory",
+                                  pytest.param("--latency", marks=pytest.mark.slow)])  # every point: 30-70 s each
 def test_the_track_record_shows_every_point_id_whole(part):
     env = {**os.environ, "COLUMNS": "80", "LINES": "50"}
     out = subprocess.run([INFERPLAN, "validate", part], env=env, capture_output=True, text=True, check=True).stdout
@@ -130,3 +135,27 @@ def test_a_stored_run_shows_its_percentiles_whole(tmp_path):
     out = narrow("measurements", "show", "1", "--db", db)
     assert "latency percentiles at concurrency 8, 1024/256 tokens" in out
     assert all(f"│ {label} " in out for label in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"))
+
+
+def _longest(registry: Registry, n: int) -> Registry:
+    """The ``n`` records of ``registry`` with the longest ids: the ones a narrow table is likeliest to cut."""
+    return Registry(registry.kind, {r.id: r for r in sorted(registry, key=lambda r: len(r.id), reverse=True)[:n]})
+
+
+@pytest.mark.parametrize("part", ["speed", "latency"])
+def test_the_track_record_shows_its_longest_point_ids_whole(part):
+    """The fast tier's check of the one above: the points with the longest ids, rendered at 80 columns."""
+    from inferplan.shells.render_latency import print_latency_validation
+    from inferplan.shells.render_validate import print_speed_validation
+    from inferplan.validation.latency import validate_latency
+    from inferplan.validation.speed import validate_speed
+
+    full = load_catalog()
+    sample = replace(full, speed_points=_longest(full.speed_points, 8), serving_profiles=_longest(full.serving_profiles, 1),
+                     latency_points=_longest(full.latency_points, 3))
+    console = Console(width=80, file=io.StringIO(), emoji=False)
+    result = (validate_speed if part == "speed" else validate_latency)(sample)
+    (print_speed_validation if part == "speed" else print_latency_validation)(console, result)
+    out, checks = console.file.getvalue(), result.checks
+    assert checks and max(len(line) for line in out.splitlines()) <= 80
+    assert [c.id for c in checks if not whole(c.id, out)] == []

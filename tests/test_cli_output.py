@@ -290,3 +290,11 @@ def test_plan_in_euros_prints_every_money_figure_in_euros(explain):
     assert r.exit_code == 0, r.output
     bands = r.stdout[r.stdout.index("draws"):]
     assert "€" in bands and "$" not in bands
+
+
+def test_fit_at_a_one_token_context_says_one_token():
+    out = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-model-len", "1"],
+                        env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "at 1 token: fits" in text and "sequences of 1 token," in text and "1 tokens" not in text

@@ -2,7 +2,7 @@
 measured by the server, published for its draft, assumed by inferplan), and ``show``, ``validate --mine``, the export
 and the API say it. A run stored by version 2, before the record (its rate possibly the 0.7 an import assumed where
 nothing gave one, for ngram drafts too), opens migrated as "unknown", and one whose rate may be that assumption for a
-method that has no default now (ngram) is not predicted at it: every view says to restate it (delete the run and
+method that has no default (ngram) is not predicted at it: every view says to restate it (delete the run and
 import its file again with --acceptance-rate), which then predicts it at the stated rate."""
 
 from __future__ import annotations

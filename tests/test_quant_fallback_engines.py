@@ -37,11 +37,18 @@ def test_the_cli_refuses_it_at_the_quantization_flag():
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_engines_with_a_sourced_fallback_still_plan_it(catalog, engine):
-    plan_memory(Deployment(**H100_TP4, engine=engine), catalog)
+    hopper = plan_memory(Deployment(**H100_TP4, engine=engine), catalog).result
+    blackwell = plan_memory(Deployment(**{**H100_TP4, "gpu": "b200"}, engine=engine), catalog).result
+    bf16 = plan_memory(Deployment(**{**H100_TP4, "quantization": "bf16"}, engine=engine), catalog).result
+    # W4A16: the NVFP4 weights' memory, 16-bit math, and a note that says so
+    assert hopper.quantization == "nvfp4"
+    assert hopper.weights_bytes_per_gpu == blackwell.weights_bytes_per_gpu < bf16.weights_bytes_per_gpu / 3
+    assert any("runs no native nvfp4 kernels" in a and "bf16 fallback" in a for a in hopper.assumptions)
 
 
 def test_trtllm_nvfp4_is_native_on_blackwell(catalog):
-    plan_memory(Deployment(**{**H100_TP4, "gpu": "b200"}, engine="trtllm"), catalog)
+    r = plan_memory(Deployment(**{**H100_TP4, "gpu": "b200"}, engine="trtllm"), catalog).result
+    assert r.quantization == "nvfp4" and not any("native nvfp4" in a for a in r.assumptions)
 
 
 def test_a_release_before_the_fallback_is_refused(catalog):

@@ -8,7 +8,7 @@ import statistics
 import pytest
 from fastapi.testclient import TestClient
 
-from inferplan.economics.money import HOURS_PER_MONTH
+from inferplan.units import HOURS_PER_MONTH
 from inferplan.errors import InvalidScenarioError, LinkReachError
 from inferplan.economics.plan import plan
 from inferplan.economics.rental import hourly_usd, on_demand_listings, rent_engine_instances, rent_quotes
@@ -139,7 +139,8 @@ def test_the_rent_vs_buy_break_even_counts_staff_on_both_routes(catalog):
 
 def test_the_rent_route_rents_the_cells_the_target_needs_as_search_does(catalog):
     """2,000 chat seats of gpt-oss-120b: the owned HGX H100 packs one 8-GPU expert-parallel cell that
-    carries 529,087 users, but one 1-GPU cell carries the target, so renting takes one 1-GPU instance
+    carries over a hundred times the target (docs/economics.md's figure, pinned by
+    test_docs_economics_figures), but one 1-GPU cell carries the target, so renting takes one 1-GPU instance
     at the median of the 1-GPU listings, the rent ``search --rent`` finds ($2,810.50, not the
     $40,179 of eight GPUs); owning never breaks even against that."""
     from pathlib import Path

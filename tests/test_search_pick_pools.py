@@ -74,7 +74,9 @@ def test_deploy_with_a_picks_flags_prints_its_launch(rented, engine):
 
     from inferplan.shells.cli import app
 
-    for r in [p for p in rented.results if p.engine == engine and p.disaggregated][:2]:
+    picks = [p for p in rented.results if p.engine == engine and p.disaggregated]
+    assert picks, f"no {engine} pick with separate pools"
+    for r in picks[:2]:
         out = CliRunner().invoke(app, _deploy_flags(r))
         assert out.exit_code == 0, out.output
         assert out.stdout.strip() == r.deploy.strip()

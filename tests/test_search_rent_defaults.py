@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from inferplan.economics.money import HOURS_PER_MONTH
+from inferplan.units import HOURS_PER_MONTH
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.defaults import search_defaults

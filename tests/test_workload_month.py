@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, resolve_workload
+from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+from inferplan.units import SECONDS_PER_MONTH
 from inferplan.search.load import resolve_load
 from inferplan.search.request import SearchRequest
 

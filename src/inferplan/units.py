@@ -23,6 +23,10 @@ MB = 10**6
 GB = 10**9
 TB = 10**12
 
+# a month as prices and workloads count it: a 365-day year's hours over 12 months (730 h)
+HOURS_PER_MONTH = 365 * 24 / 12
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
+
 # Unit spellings accepted in catalogue YAML: unit -> (dimension, factor to the SI value).
 # Dimensions are the suffixes used in field names.
 UNITS: dict[str, tuple[str, float]] = {
@@ -75,6 +79,11 @@ def plain_number(value: int | float | Decimal) -> str:
     if not exact.is_finite():
         return str(value)
     return format(exact.normalize(), ",f")
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1: "1 user", "2,000 requests"."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def whole_count(count: float) -> int:

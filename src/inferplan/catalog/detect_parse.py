@@ -20,10 +20,8 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.units import GiB
+from inferplan.units import GiB, KiB, MiB
 
-MIB = 2**20
-KIB = 2**10
 # the fields nvidia-smi's query asks for, in order (detect_tools.yaml holds the command)
 NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total", "driver_version", "mig.mode.current")
 
@@ -75,7 +73,7 @@ def parse_nvidia_query(text: str) -> list[GpuReading]:
             raise _bad("nvidia-smi", n, f"expected {len(NVIDIA_QUERY_FIELDS)} fields "
                        f"({', '.join(NVIDIA_QUERY_FIELDS)}), got {len(cells)}")
         index, name, memory, driver, mig = cells
-        gpus.append(GpuReading(index=index, name=name, memory_bytes=int(_number(memory, "nvidia-smi", n) * MIB),
+        gpus.append(GpuReading(index=index, name=name, memory_bytes=int(_number(memory, "nvidia-smi", n) * MiB),
                                vendor="nvidia", driver=driver, mig_profile="enabled" if mig == "Enabled" else None))
     return gpus
 
@@ -151,7 +149,7 @@ def parse_amd_smi(text: str) -> list[GpuReading]:
         except (KeyError, TypeError):
             raise _bad("amd-smi", f"[{i}]", "no asic.market_name or vram.size") from None
         value, unit = (size.get("value"), size.get("unit", "MB")) if isinstance(size, dict) else (size, "MB")
-        scale = {"MB": MIB, "MiB": MIB, "GB": 2**30, "B": 1}.get(str(unit))
+        scale = {"MB": MiB, "MiB": MiB, "GB": GiB, "B": 1}.get(str(unit))
         if scale is None or not isinstance(name, str):
             raise _bad("amd-smi", f"[{i}].vram.size", f"unit {unit!r} is not MB, GB or B")
         gpus.append(GpuReading(index=str(gpu.get("gpu", i)), name=name,
@@ -184,7 +182,7 @@ def parse_meminfo(text: str) -> int:
             parts = line.split()
             if len(parts) != 3 or parts[2] != "kB":
                 raise _bad("/proc/meminfo", n, "expected 'MemTotal: <n> kB'")
-            return int(_number(parts[1], "/proc/meminfo", n) * KIB)
+            return int(_number(parts[1], "/proc/meminfo", n) * KiB)
     raise _bad("/proc/meminfo", 1, "no MemTotal line")
 
 

@@ -116,8 +116,9 @@ def architecture_from_config(raw: dict) -> Architecture:
     value (a fraction, NaN, 0 heads, more active experts than experts) is an error naming its key."""
     try:
         arch = _architecture_from_config(raw)
-    except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:  # a value of the wrong kind elsewhere
-        raise ConfigImportError(f"config.json holds a value that is not usable: {exc}", field="config.json") from None
+    except (ValueError, TypeError, AttributeError, OverflowError, ZeroDivisionError) as exc:  # a value of the wrong kind elsewhere
+        raise ConfigImportError(f"config.json holds a value that is not usable: {exc}", field="config.json",
+                                allowed="each key's value of the JSON type Hugging Face configs use for it") from None
     if arch.num_kv_heads > arch.num_attention_heads:
         raise ConfigImportError(f"config.json has {arch.num_kv_heads} key/value heads but only "
                                 f"{arch.num_attention_heads} attention heads", field="num_key_value_heads",

@@ -12,7 +12,7 @@ from inferplan.errors import ConfigImportError
 def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
     """What a config.json's ``quantization_config`` says, as a catalogue quantization id, and which
     parts of a model of ``n_layers`` layers it leaves unquantized."""
-    qc = cfg.get("quantization_config")
+    qc = _object(cfg.get("quantization_config"), "quantization_config")
     if not qc:
         return None
     method = str(qc.get("quant_method", "")).lower()
@@ -56,6 +56,15 @@ _QUARK = {("fp4", "fp4"): "mxfp4-w4a4", ("fp4", "fp8_e4m3"): "mxfp4", ("fp4", No
           ("fp8_e4m3", "fp8_e4m3"): "fp8", ("fp8_e4m3", None): "fp8", ("int8", "int8"): "int8-w8a8"}
 
 
+def _object(value: object, field: str) -> dict:
+    """``value`` if it is a JSON object, ``{}`` if it is absent or empty; else an error naming ``field``."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigImportError(f"config.json {field} is {value!r}, not an object", field=field, allowed="an object")
+    return value
+
+
 def _quark(qc: dict) -> str:
     """An AMD Quark export: the global weight and input dtypes, else (a config quantizing some layers
     only, such as MoE experts) the first layer pattern's."""
@@ -95,8 +104,11 @@ def _compressed_tensors(qc: dict) -> str:
         return "nvfp4"
     if "mxfp4" in fmt:
         return "mxfp4"
-    for group in (qc.get("config_groups") or {}).values():
-        weights = group.get("weights") or {}
+    groups = _object(qc.get("config_groups"), "quantization_config.config_groups")
+    for name, spec in groups.items():
+        where = f"quantization_config.config_groups.{name}"
+        group = _object(spec, where)
+        weights = _object(group.get("weights"), f"{where}.weights")
         bits, typ = int(weights.get("num_bits", 16)), str(weights.get("type", "int"))
         acts = group.get("input_activations")
         if bits == 8 and typ == "float":

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.economics_schema import ApiPrice
 from inferplan.economics.workloads import WorkloadProfile
+from inferplan.units import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 QUOTE_STEP = 0.25  # the seed's quote-multiplier slider step
 
 

@@ -7,8 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
-
-SECONDS_PER_MONTH = 730 * 3600  # 8,760 h / 12
+from inferplan.units import SECONDS_PER_MONTH
 
 
 class WorkloadOverrides(Input):

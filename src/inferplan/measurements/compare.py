@@ -2,7 +2,7 @@
 for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
 engine release (``predicted_deployment``), its EAGLE-3 draft's memory, and its draft tokens at its acceptance rate
 (``run_deployment``, ``run_workload``; the notes say where that rate comes from, as the import recorded it,
-``draft_origin.py``; a rate assumed for a method that has no default now is not predicted at) — (no profile, no
+``draft_origin.py``; a rate assumed for a method that has no default is not predicted at) — (no profile, no
 stored run — the model alone, as ``inferplan validate`` scores it) beside what was measured, and the error
 (predicted/measured − 1); where the point measured latency percentiles, the approximation's and the simulation's
 beside them (``tails.py``)."""
@@ -96,7 +96,7 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
 def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str, ...]:
     """The acceptance rate the run's drafts are predicted at and where it comes from, as its import recorded it
     (``draft_origin.origin_text``: stated, the server's measurement, its draft's published one, assumed, or unknown for a
-    run stored before the record) — or, where that rate is the default assumed for a method that has none now, that
+    run stored before the record) — or, where that rate is the default assumed for a method that has none, that
     they are not predicted and how to state the run's rate (``draft_origin.restate_text``); and that an EAGLE-3 run
     naming no draft (one an earlier release stored) is predicted without a draft's memory."""
     if not run.speculative_tokens or run.acceptance_rate is None:

@@ -9,8 +9,8 @@ web page's), and the export.
 - ``unknown``: the run was stored before inferplan recorded where the rate came from (``store.py``: store version 2
   and earlier).
 
-A run whose rate was assumed for a method that has no default now (``NO_DEFAULT_ACCEPTANCE_METHODS``: ngram), or whose
-origin is unknown and whose rate is that default (what an earlier import assumed where nothing gave one), is not
+A run whose rate was assumed for a method that has no default (``NO_DEFAULT_ACCEPTANCE_METHODS``: ngram), or whose
+origin is unknown and whose rate is the other methods' default (``DEFAULT_ACCEPTANCE_RATE``), is not
 predicted at it (``needs_restating``), and ``restate_text`` says how to state the run's own rate (delete it and import
 it again).
 """

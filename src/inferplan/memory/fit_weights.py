@@ -27,6 +27,7 @@ from inferplan.memory.moe_buffers import moe_profile_bytes
 from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
+from inferplan.units import GiB
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
@@ -54,9 +55,8 @@ def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engin
         room = ("each stage's KV cache has the room its own weights leave, all with the same number of blocks"
                 if engine.pp_kv_room == "per_stage" else
                 f"the fullest (stage {fullest + 1}) sets the KV cache room of every stage")
-        gib = 2**30
-        note += (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
-                f"{stages[-1].bytes_per_gpu / gib:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the "
+        note += (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / GiB:.2f} GiB per GPU on the first, "
+                f"{stages[-1].bytes_per_gpu / GiB:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / GiB:.2f} on the "
                 f"lightest; {room}")
     return stages, stages[fullest], note
 

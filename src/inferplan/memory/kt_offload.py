@@ -26,7 +26,8 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.catalog.architecture import Architecture, MoeDims
 from inferplan.catalog.kt_schema import KtExpertFormat
 from inferplan.memory.kt_host import KtHost, kt_expert_format, kt_path
-from inferplan.memory.offload import GIB, OffloadSplit
+from inferplan.memory.offload import OffloadSplit
+from inferplan.units import GiB
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 FIELD = "kt_num_gpu_experts"
@@ -83,7 +84,7 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
                   moe.experts_per_token / moe.num_experts)
     copies = f", one copy on each of {host.expert_copies} NUMA nodes" if host.expert_copies > 1 else ""
     note = (f"--kt-num-gpu-experts {on_gpu}: {moe.num_experts - on_gpu} of {moe.num_experts} routed experts per layer "
-            f"({host_experts / GIB:.2f} GiB{_format(fmt) if converted else ''}{copies}) in host RAM, run by the CPU "
+            f"({host_experts / GiB:.2f} GiB{_format(fmt) if converted else ''}{copies}) in host RAM, run by the CPU "
             f"({host.path.name}); attention, shared experts, dense layers and the KV cache on the GPU")
     gpu_freed = w.expert_bytes * cpu_share / gpus_in_instance  # the GPU part's experts, in its own format
     return OffloadSplit("kt", 0.0, host_experts, 0.0, gpu_freed, note,

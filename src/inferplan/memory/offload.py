@@ -27,8 +27,8 @@ from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.stages import StageWeights, stage_bounds, stage_layer_counts
 from inferplan.memory.weights import WeightEstimate
+from inferplan.units import GiB
 
-GIB = 2**30
 OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
                   "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release")
 
@@ -75,12 +75,12 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     if d.cpu_offload_gb:
         ends_per_gpu = fullest.lookup_bytes_per_gpu + fullest.output_bytes_per_gpu  # left on the GPU
         decoder = max(weights_per_gpu - ends_per_gpu, 0.0)  # only the decoder layers' weights leave the GPU
-        host = min(d.cpu_offload_gb * GIB, decoder)
+        host = min(d.cpu_offload_gb * GiB, decoder)
         experts = host * gpus_in_instance * min(w.expert_bytes / body, 1.0) if (body := _body_bytes(w)) else 0.0
-        capped = (f" (all of its decoder layers' weights; the embeddings and lm_head, {ends_per_gpu / GIB:.2f} GiB, "
-                  "stay on the GPU)" if d.cpu_offload_gb * GIB > decoder else "")
+        capped = (f" (all of its decoder layers' weights; the embeddings and lm_head, {ends_per_gpu / GiB:.2f} GiB, "
+                  "stay on the GPU)" if d.cpu_offload_gb * GiB > decoder else "")
         return OffloadSplit("stream", host * gpus_in_instance - experts, experts, 0.0, host, note=
-                            f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GIB:.2f} GiB of each GPU's weights in host RAM"
+                            f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GiB:.2f} GiB of each GPU's weights in host RAM"
                             f"{capped}, copied to the GPU in every forward pass", host_bandwidth_bytes_per_s=_bandwidth(d))
     check_expert_layers(d, spec)
     if d.n_gpu_layers is None and not d.n_cpu_moe:
@@ -114,7 +114,7 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     output = "" if head_on_host else " and the output layer"
     parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers{output} on the GPU" if d.n_gpu_layers is not None else "",
              f"--n-cpu-moe {d.n_cpu_moe}: the experts of the first {moe_first} layers in host RAM" if d.n_cpu_moe else ""]
-    note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GIB:.2f} GiB of weights and "
+    note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GiB:.2f} GiB of weights and "
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
     return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers, fullest.bytes_per_gpu - held, note,
                         _bandwidth(d), stage_gpu_layers=tuple(end - start for start, end in bounds))
@@ -168,7 +168,7 @@ def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_ins
     """Host RAM one instance gives a second KV-cache tier (0: none): vLLM's --kv-offloading-size for the
     instance; SGLang HiCache's --hicache-size GB per GPU, else --hicache-ratio times each GPU's pool."""
     if d.kv_offloading_size:
-        return d.kv_offloading_size * GIB
+        return d.kv_offloading_size * GiB
     if d.hicache_size:
         return d.hicache_size * 1e9 * gpus_in_instance
     if d.hicache_ratio:

@@ -26,7 +26,8 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.monotone import monotone_search
-from inferplan.memory.offload import GIB, gpu_layers, output_layer_first
+from inferplan.memory.offload import gpu_layers, output_layer_first
+from inferplan.units import GiB
 
 WEIGHT_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")  # the settings the searches below find
 
@@ -127,14 +128,14 @@ def with_host(d: Deployment, found: Found, catalog: Catalog,
     changes: dict[str, int | float | str | None] = dict(found.changes)
     known = known_host_bytes(catalog, d)
     if known is None:
-        changes["host_memory_gb"] = max(1, math.ceil(needed / GIB))
+        changes["host_memory_gb"] = max(1, math.ceil(needed / GiB))
         host = f"it needs {changes['host_memory_gb']} GiB of host RAM with what the OS and the engine keep: check the machine has it"
     elif needed > known[0]:
         return OffloadAnswer(flag=found.flag, host_bytes_needed=needed, note=f"no weight offload fits the host RAM: the least that fits the GPU, {found.flag}, needs "
-                                  f"{needed / GIB:.1f} GiB of host RAM with what the OS and the engine keep, more than the "
-                                  f"{known[0] / GIB:g} GiB {known[1]}")
+                                  f"{needed / GiB:.1f} GiB of host RAM with what the OS and the engine keep, more than the "
+                                  f"{known[0] / GiB:g} GiB {known[1]}")
     else:
-        host = f"{needed / GIB:.1f} of the {known[0] / GIB:g} GiB of host RAM {known[1]}, with what the OS and the engine keep"
+        host = f"{needed / GiB:.1f} of the {known[0] / GiB:g} GiB of host RAM {known[1]}, with what the OS and the engine keep"
     if fit_with(d, changes, catalog, host_gb=None) is None:  # the command as suggested: never one that does not fit
         return OffloadAnswer()
     return OffloadAnswer(FitSuggestion(kind="offload", changes=changes, summary=f"{lead}: {found.flag} {found.what}; {host}"),
@@ -180,7 +181,7 @@ def _most_gpu_layers(d: Deployment, catalog: Catalog, layers: int, experts_off: 
 
 
 def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> Found | None:
-    hit = monotone_search(1, max(1, math.ceil(weights_bytes / GIB)),
+    hit = monotone_search(1, max(1, math.ceil(weights_bytes / GiB)),
                   lambda g: fit_with(d, {"cpu_offload_gb": float(g)}, catalog), smallest=True)
     if hit is None:
         return None

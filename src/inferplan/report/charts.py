@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.uncertainty import Uncertainty
+from inferplan.units import GiB
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -101,13 +102,12 @@ def plan_charts(r: PlanResult, u: Uncertainty | None, currency: str = "usd") -> 
 
 def memory_breakdown(fit) -> dict:
     """Per-GPU memory of a fit: weights, activations, runtime, KV cache, and what the engine leaves unused."""
-    gib = 2**30
     parts = [("weights", fit.weights_bytes_per_gpu),
              *([("vision projector", fit.vision_projector_bytes_per_gpu)] if fit.vision_projector_bytes_per_gpu else []),
              ("activations", fit.activation_bytes_per_gpu),
              ("runtime", fit.overhead_bytes_per_gpu), ("KV cache", fit.kv_cache_bytes_per_gpu),
              ("outside the engine's budget", max(fit.gpu_memory_bytes - fit.usable_bytes_per_gpu, 0.0))]
-    values = [{"part": name, "GiB": value / gib, "gpu": fit.accelerator} for name, value in parts]
+    values = [{"part": name, "GiB": value / GiB, "gpu": fit.accelerator} for name, value in parts]
     return _spec(["Memory per GPU (GiB = 2^30 bytes)", f"{fit.model} on {fit.accelerator}"],
                  f"Memory per GPU of {fit.model} on {fit.accelerator} in GiB: weights, activations, runtime, KV cache "
                  "and what lies outside the engine's budget", values, height=80, mark="bar", encoding={

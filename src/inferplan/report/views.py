@@ -25,6 +25,7 @@ from inferplan.report.cards import Card, headline_notes, plan_cards
 from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
 from inferplan.search.experts_over_dp import EXPERTS_OVER_DP
+from inferplan.units import GiB
 
 
 class PlanRequest(Input):
@@ -102,7 +103,6 @@ def _memory_part(s: Scenario, cell: CellCapacity, accelerator: str, workload: Wo
                  output_len=workload.output_tokens_per_request,
                  prefix_cache_hit_rate=workload.cache_hit_rate)
     curve = frontier(d, w, catalog, points=16)
-    gib = 2**30
     layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
     if cell.expert_parallel:
         layout = f"attention DP{cell.data_parallel_size} × {layout}, experts over all {cell.gpus}"
@@ -111,7 +111,7 @@ def _memory_part(s: Scenario, cell: CellCapacity, accelerator: str, workload: Wo
     if spans:
         layout += f", over {systems_per_cell} {s.platform.system} systems"
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
-               f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
+               f"{memory.weights_bytes_per_gpu / GiB:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / GiB:,.1f} GiB per GPU "
                f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
                f"At the {workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")

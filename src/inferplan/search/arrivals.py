@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from inferplan.errors import InvalidScenarioError
+from inferplan.units import plural
 from inferplan.inputs import Input
 from inferplan.search.trace import Trace
 
@@ -135,11 +136,6 @@ def rate_text(per_s: float) -> str:
         return f"{per_s:,.0f}"
     decimals = 2 - math.floor(math.log10(per_s))
     return f"{per_s:,.{decimals}f}".rstrip("0").rstrip(".")
-
-
-def plural(n: int, word: str) -> str:
-    """``n`` and ``word``, with an s unless ``n`` is 1: "1 user", "2,000 requests"."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def _scv(values: np.ndarray) -> float:

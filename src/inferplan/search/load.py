@@ -23,12 +23,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
+from inferplan.economics.workloads import WorkloadOverrides, WorkloadProfile, resolve_workload
 import numpy as np
 
 from inferplan.search.arrivals import Load, length_nodes, length_quantiles, length_survival
 from inferplan.search.trace import TraceFile, trace_of
 from inferplan.search.request import SearchRequest
+from inferplan.units import SECONDS_PER_MONTH
 
 
 LONG_REQUEST_QUANTILE = 0.999  # assumed: the share of each spread length a cell's context holds

@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from inferplan.units import GB, GiB
+from inferplan.units import GB, GiB, plural
 
 
 def gib(n: float | None) -> str:
@@ -116,7 +116,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     layout = f"TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else "") + (
         f" DP{p.data_parallel_size}" if p.data_parallel_size > 1 else "") + (" EP" if p.expert_parallel else "")
     console.print(f"{r.model} on {p.gpus}× {r.accelerator} ({r.engine}, {r.quantization}, KV {r.kv_cache_dtype}, {layout}) "
-                  f"at {r.max_model_len:,} tokens: {verdict}")
+                  f"at {plural(r.max_model_len, 'token')}: {verdict}")
     if r.layout_note:
         console.print(r.layout_note, highlight=False)
     short = f" ({gib(r.usable_short_bytes_per_gpu)} short of any)" if r.usable_short_bytes_per_gpu else ""
@@ -149,19 +149,19 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
         if r.unified_cache_cells is not None:  # b6925-b7432: --parallel 1 opens slots over one cache, each up to all of it
             console.print(f"  at once: {r.max_concurrency:,.0f} sequence{'s' if r.max_concurrency != 1 else ''} of "
-                          f"{r.max_model_len:,} tokens, or up to {r.started_slots:,} shorter ones: {r.started_slots:,} "
+                          f"{plural(r.max_model_len, 'token')}, or up to {r.started_slots:,} shorter ones: {r.started_slots:,} "
                           f"slots sharing one {r.unified_cache_cells:,}-cell cache, which the launch's "
                           f"{r.running_cap_flag} 1 opens{most}", highlight=False)
         else:
             console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
-                          f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
+                          f"{plural(r.max_model_len, 'token')}, the --parallel slots it is started with{most}", highlight=False)
     elif r.fits and r.sequences_at_once < r.total_max_concurrency:  # the engine's running cap binds before the KV cache
-        console.print(f"  at once: {r.total_running_cap:,} sequences of {r.max_model_len:,} tokens, the engine's "
+        console.print(f"  at once: {plural(r.total_running_cap, 'sequence')} of {plural(r.max_model_len, 'token')}, the engine's "
                       f"cap ({r.running_cap_flag}); the KV cache holds {r.total_max_concurrency:,.2f}"
                       + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
                       highlight=False)
     else:
-        console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
+        console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {plural(r.max_model_len, 'token')}"
                       + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
                       highlight=False)
     if r.state_running_cap is not None:  # SGLang's state pool caps the running sequences of a hybrid model

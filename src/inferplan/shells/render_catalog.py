@@ -11,7 +11,7 @@ from rich.table import Table
 from inferplan.catalog.provenance import Sourced, iter_sourced
 from inferplan.report.numbers import si_text
 from inferplan.shells.render import Col, gb, layout, print_assumptions
-from inferplan.units import GB
+from inferplan.units import GB, MiB
 
 
 def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
@@ -78,7 +78,7 @@ def print_import(console: Console, s, explain: bool = False) -> None:
     context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
     console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
     console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
-                  + (f", plus {s.state_bytes_per_sequence_bf16 / 2**20:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
+                  + (f", plus {s.state_bytes_per_sequence_bf16 / MiB:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
     checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
     console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)
     console.print(f"  layers: {s.num_layers} ({', '.join(f'{n} {k}' for k, n in s.layer_kinds.items())}); "

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, gib, layout
+from inferplan.units import GiB
 
 
 def print_machine(console: Console, machine) -> None:
@@ -112,14 +113,14 @@ def _print_tails(console: Console, result) -> None:
 def print_offloads(console: Console, offloads, ram_bytes: int | None) -> None:
     if not offloads:
         return
-    table = Table(title=f"with weights in this machine's {ram_bytes / 2**30:,.1f} GiB of host RAM, one request at a time "
+    table = Table(title=f"with weights in this machine's {ram_bytes / GiB:,.1f} GiB of host RAM, one request at a time "
                         "(1024 prompt / 256 output tokens)")
     for col in ("model", "quant", "setting", "host RAM", "TTFT", "output tokens/s"):
         table.add_column(col, overflow="fold")
     for row in offloads:
         o = row.offload
         speed = (f"{o.ttft_s * 1e3:,.0f} ms", f"{o.output_tokens_per_s_per_user:,.1f}") if o.ttft_s is not None else ("—", "—")
-        table.add_row(row.model, row.quantization, o.flag, f"{o.host_memory_bytes_needed / 2**30:,.1f} GiB", *speed)
+        table.add_row(row.model, row.quantization, o.flag, f"{o.host_memory_bytes_needed / GiB:,.1f} GiB", *speed)
     console.print(table)
 
 

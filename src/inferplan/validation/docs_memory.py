@@ -19,9 +19,9 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, engine_rules, release_key
 from inferplan.validation.docs_tables import markdown_row, write_or_check
 from inferplan.validation.memory import MemoryValidation, SplitSummary, validate_memory
+from inferplan.units import GiB
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "memory.md"
-GIB = 2**30
 
 PARTS = {"weights": "weights", "activation_peak": "activation peak", "non_torch": "non-torch memory",
          "cuda_context": "CUDA context", "other_processes": "other processes", "cuda_graphs": "CUDA graphs"}
@@ -90,7 +90,7 @@ def field_table(v: MemoryValidation, by: str) -> str:
 def records_table(v: MemoryValidation) -> str:
     """Each field record: split, the rule it was planned with (and why that rule), and its scores."""
     def gib(x: float | None) -> str:
-        return "—" if x is None else f"{x / GIB:.2f}"
+        return "—" if x is None else f"{x / GiB:.2f}"
 
     def yes(x: bool | None) -> str:
         return "—" if x is None else ("yes" if x else "no")
