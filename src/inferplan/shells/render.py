@@ -244,6 +244,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency:,}: "
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
+    if e.queue_note:
+        console.print(f"[yellow]note:[/] {e.queue_note}", highlight=False)
     if e.layout_note:
         console.print(e.layout_note, highlight=False)
     if e.build_note:
