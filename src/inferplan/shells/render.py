@@ -267,6 +267,9 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     ):
         table.add_row(label, value)
     console.print(table)
+    if e.concurrency > 1 and e.source == "calibrated-model":  # its load; the command that prices a burst of it
+        console.print(f"steady state: requests arrive spread out, each newcomer joining a running batch; a burst of "
+                      f"{e.concurrency:,} at once: inferplan simulate --clients {e.concurrency}", highlight=False)
     if e.rate_note:
         console.print(f"note: {e.rate_note}", highlight=False)
     record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (
