@@ -20,6 +20,8 @@ H100 = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm")
                    "sets --max-running-requests 48 itself with a speculative draft",
                    "mr-sglang-wheels-draft-running-requests", "--max-running-requests raises the cap")),
     (H100, 1200, ("176 of the 1,200 requests queue", "vLLM defaults --max-num-seqs to 1,024 (eng-vllm-arg-utils)")),
+    (Deployment(model="qwen3-30b-a3b", gpu="h100", engine="mlx"), 64,
+     ("32 of the 64 requests queue", "defaults --decode-concurrency to 32 (mr-mlx-lm-server-batch-generator)")),
     (H100.model_copy(update={"max_num_seqs": 64}), 600, ("536 of the 600 requests queue", "max_num_seqs 64 is stated")),
 ])
 def test_a_cap_below_the_load_is_a_headline_note(catalog, d, concurrency, said):

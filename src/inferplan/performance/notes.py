@@ -4,6 +4,8 @@ tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 
 from __future__ import annotations
 
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overhead_s, overlapped
 
@@ -140,8 +142,21 @@ def _cap_origin(ctx: ServingContext, flag: str) -> str:
         return f"max_num_seqs {d.max_num_seqs:,} is stated"
     if s.running_cause:
         return s.running_cause
-    engine = ctx.catalog.engine(d.engine)
-    default = next((c for c in (engine.max_num_seqs, engine.small_gpu_max_num_seqs)
-                    if c is not None and c.value == s.max_num_seqs), None)
-    return (f"{engine.name} defaults {flag} to {s.max_num_seqs:,}" + (f" ({default.source})" if default else "")
-            if not s.running_from_pool else f"{engine.name} sizes {flag} from its KV pool when none is given")
+    engine = ctx.catalog.engine(fit.engine)
+    if s.running_from_pool:
+        return f"{engine.name} sizes {flag} from its KV pool when none is given"
+    sources = _default_sources(ctx, s.max_num_seqs)
+    return f"{engine.name} defaults {flag} to {s.max_num_seqs:,}" + (f" ({', '.join(sources)})" if sources else "")
+
+
+def _default_sources(ctx: ServingContext, value: int) -> tuple[str, ...]:
+    """The sources of the default running cap ``value``: the planned release's own default (``running_defaults``),
+    else engines.yaml's max_num_seqs of that value (none: a cap of the batch budget's tokens)."""
+    release, engine = ctx.d.engine_version, ctx.catalog.engine(ctx.mp.result.engine)
+    try:
+        own = memory_rule(ctx.catalog, engine.id, release).running_default(release)
+    except InferplanError:  # an engine with no release rules
+        own = None
+    if own is not None and value in (own.running_requests, own.with_draft):
+        return own.sources
+    return tuple(c.source for c in (engine.max_num_seqs, engine.small_gpu_max_num_seqs) if c is not None and c.value == value)[:1]
