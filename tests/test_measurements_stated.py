@@ -95,7 +95,7 @@ def test_a_quantized_repo_name_is_its_base_model_in_that_format():
 def test_an_unknown_model_in_a_file_names_the_files_key_and_the_closest_models():
     with pytest.raises(InvalidScenarioError) as exc:
         _read("r.json", json.dumps(VLLM_70B | {"model_id": "RedHatAI/Llama-3.3-71B-Instruct-FP8-dynamic"}), gpu="h100")
-    assert exc.value.field == "model_id" and "the file's model_id" in str(exc.value)
+    assert exc.value.field == "model_id" and "(the file's 'model_id')" in str(exc.value)
     assert exc.value.allowed.startswith("llama-3.3-70b") and "codellama" not in exc.value.allowed
 
 

@@ -152,7 +152,8 @@ class UsdPerEur(Sourced):
 
 
 def iter_sourced(obj: Any, path: str = ""):
-    """Yield ``(path, Sourced)`` for every sourced number inside a model, list or dict."""
+    """Yield ``(path, Sourced)`` for every sourced number inside a model, list or dict; a dict keyed by an enum
+    says the key's value (``peak_flop_per_s.bf16``)."""
     if isinstance(obj, Sourced):
         yield path, obj
     elif isinstance(obj, BaseModel):
@@ -160,7 +161,7 @@ def iter_sourced(obj: Any, path: str = ""):
             yield from iter_sourced(getattr(obj, name), f"{path}.{name}" if path else name)
     elif isinstance(obj, dict):
         for key, value in obj.items():
-            yield from iter_sourced(value, f"{path}.{key}")
+            yield from iter_sourced(value, f"{path}.{key.value if isinstance(key, Enum) else key}")
     elif isinstance(obj, (list, tuple)):
         for i, value in enumerate(obj):
             yield from iter_sourced(value, f"{path}[{i}]")

@@ -15,8 +15,9 @@ from inferplan.measurements.draft_origin import origin_text, run_origin
 from inferplan.measurements.records import MeasuredRun, by_whom, failure_text, run_settings
 from inferplan.performance.run_record import run_deployment
 
-# the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
-POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
+# the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint); its data parallel
+# size is the point's GPUs over TP × PP, and its expert parallelism is the point's ``expert_parallel``
+POINT_FIELDS = ("pipeline_parallel_size", "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
                 "host_memory_gb", "kv_cache_dtype", "moe_runner_backend", "max_num_seqs")
 # a measured point's field -> the speed point metric it is (per-user decode: 1/TPOT at concurrency 1)
 FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per_s_total", "output_tokens_per_s_total"),
@@ -32,6 +33,7 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None, catalo
     # what the speed_points schema takes of the run's drafts, host RAM and engine settings; the rest (a host KV tier,
     # the host's bandwidth, the memory fraction, the step budget) said in a caveat
     stated = {f: getattr(run, f) for f in POINT_FIELDS if getattr(run, f) is not None}
+    stated |= {"expert_parallel": True} if run.enable_expert_parallel else {}
     origin = run_origin(run)
     acceptance = origin_text(run, run_deployment(run), catalog or load_catalog()) if origin else ""
     if run.speculative_tokens:

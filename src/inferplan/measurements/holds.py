@@ -46,11 +46,12 @@ def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
     if planned.weights_bytes_per_gpu <= planned.gpu_memory_bytes:
         return
     raise InvalidScenarioError(
-        f"{run.model} in {run.quantization} on {run.gpus}× {run.accelerator} with tensor parallel size "
-        f"{run.tensor_parallel_size} puts {planned.weights_bytes_per_gpu / GB:.1f} GB of weights on a GPU of "
-        f"{planned.gpu_memory_bytes / GB:.1f} GB: the run cannot have been served so; state the tensor parallel "
-        "size and the quantization it ran with", field="tensor_parallel_size",
-        allowed="the tensor parallel size and weight format the run used")
+        f"{run.model} in {run.quantization} on {run.gpus}× {run.accelerator} as TP {run.tensor_parallel_size} × PP "
+        f"{run.pipeline_parallel_size} puts {planned.weights_bytes_per_gpu / GB:.1f} GB of weights on a GPU of "
+        f"{planned.gpu_memory_bytes / GB:.1f} GB: the run cannot have been served so; state the split it ran with "
+        "(tensor_parallel_size, pipeline_parallel_size) and its quantization", field="tensor_parallel_size",
+        names=("tensor_parallel_size", "pipeline_parallel_size", "quantization"),
+        allowed="the split and weight format the run used")
 
 
 def _check_context(run: UserRun) -> None:

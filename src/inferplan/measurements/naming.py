@@ -70,10 +70,12 @@ def run_model(catalog: Catalog, name: str, field: str, stated_by_file: bool) -> 
     names = {normalise_name(n): r.id for r in catalog.models.records.values() for n in (r.id, r.name, *r.aliases)}
     close = difflib.get_close_matches(normalise_name(base), list(names), n=CLOSE_MATCHES * 3, cutoff=0.6)
     ids = list(dict.fromkeys(names[c] for c in close))[:CLOSE_MATCHES]
-    where = f"the file's {field} {name!r}" if stated_by_file else repr(name)
+    # a name the file states: the message names the input that states another (``model``), and no other word spelled so
+    said = (f"{name!r} (the file's '{field}') matches none of the catalogue's models; state the one the run served as "
+            "model") if stated_by_file else f"{name!r} names no catalogue model"
     raise InvalidScenarioError(
-        f"{where} names no catalogue model" + ("; state the model the run served" if stated_by_file else ""),
-        field=field, allowed=(", ".join(ids) + ", the closest") if ids else "a catalogue model id (inferplan catalog list models)")
+        said, field=field, names=("model",) if stated_by_file else None,
+        allowed=(", ".join(ids) + ", the closest") if ids else "a catalogue model id (inferplan catalog list models)")
 
 
 def ftype_quantization(catalog: Catalog, ftype: str, field: str) -> str:

@@ -78,7 +78,8 @@ class RunProvenance(Input):
     gpu: str | None = Field(None, min_length=1, max_length=200)
     gpus: int | None = Field(None, ge=1, le=100_000)
     tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the file's metadata, else 1")
-    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+    pipeline_parallel_size: int | None = Field(None, ge=1, le=1024, description=(
+        "default 1; an engine that splits by layer (llama.cpp) over several GPUs with no split stated: a stage per GPU"))
     data_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the GPUs over TP × PP")
     enable_expert_parallel: bool = False
     engine: str | None = Field(None, min_length=1, max_length=50,
@@ -195,7 +196,7 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
         raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None
     except InferplanError as exc:
         if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")} | {*FILE_LAUNCH, *FILE_DRAFTS}:  # name the file
-            raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
+            raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed, names=exc.names) from None
         raise
     check_stated(catalog, run)
     run = _drafted(catalog, run)
@@ -238,18 +239,33 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
     date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())
     _not_after_today(name, date, bool(given.measured_on), today or dt.date.today())
-    layout = {"pipeline_parallel_size": given.pipeline_parallel_size, "data_parallel_size": given.data_parallel_size,
+    pp, split_note = _pipeline_stages(catalog, engine, given, tp)
+    layout = {"pipeline_parallel_size": pp, "data_parallel_size": given.data_parallel_size,
               "enable_expert_parallel": given.enable_expert_parallel}
-    gpus = given.gpus or tp * given.pipeline_parallel_size * (given.data_parallel_size or 1)
+    gpus = given.gpus or tp * pp * (given.data_parallel_size or 1)
     return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=gpus,
                        tensor_parallel_size=tp, **layout, engine=engine,
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or UNSTATED,
-                       driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
+                       driver=given.driver, note="; ".join(n for n in (given.note, split_note) if n),
+                       kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
                        **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
                                       | _file_launch(catalog, meta, given, engine, spec)
                                       | file_acceptance(meta, given.speculative_tokens)))
+
+
+def _pipeline_stages(catalog: Catalog, engine: str, given: RunProvenance, tp: int) -> tuple[int, str]:
+    """The run's pipeline stages, and a note when they are not stated: an engine that splits a model by layer when no
+    split is asked (``engines.yaml`` ``multi_gpu_split``: llama.cpp's default ``--split-mode layer``) ran a run
+    stated only by its GPU count as a stage per GPU; any other stated layout leaves one stage."""
+    if given.pipeline_parallel_size is not None:
+        return given.pipeline_parallel_size, ""
+    alone = (given.gpus or 1) > 1 and tp == 1 and given.tensor_parallel_size is None and given.data_parallel_size is None
+    if not alone or given.enable_expert_parallel or catalog.engine(engine).multi_gpu_split != "layer":
+        return 1, ""
+    return given.gpus, (f"pipeline parallel {given.gpus}: no split stated, and {catalog.engine(engine).name} splits a "
+                        f"model by layer over its {given.gpus} GPUs by default")
 
 
 def _with_drafts(name: str, fields: dict[str, object]) -> dict[str, object]:

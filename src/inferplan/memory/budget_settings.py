@@ -39,5 +39,6 @@ class EngineSettings:
     fraction_stated: bool = False  # the memory fraction is the deployment's own, not the release's default
     kv_connector: str | None = None  # the KV connector a disaggregated pool's instance launches with (None: none)
     running_note: str | None = None  # where the release sets the running requests itself (SGLang with a draft), why
+    running_cause: str | None = None  # the same, only what sets them and its sources (a headline's words)
     # the release's running requests as it derives them from the KV pool, applied once the pool is sized (SGLang)
     running_from_pool: RunningDefault | None = None

@@ -60,6 +60,14 @@ def release_running(d: Deployment, engine_name: str, rule: MemoryRule | None, re
     return running
 
 
+def release_running_cause(engine_name: str, release: str | None, running: ReleaseRunning) -> str:
+    """What sets the planned release's running requests, with its sources: "SGLang 0.5.23 sets
+    --max-running-requests 48 itself with a speculative draft when none is given (sources)"."""
+    entry = running.entry
+    return (f"{engine_name} {release or entry.first_release} sets --max-running-requests {entry.running_requests} "
+            f"itself {running.why} when none is given ({', '.join(entry.sources)})")
+
+
 def release_running_note(engine_name: str, release: str | None, running: ReleaseRunning) -> str:
     """Why the planned release runs ``running.per_rank`` requests at most on each DP attention rank."""
     entry = running.entry

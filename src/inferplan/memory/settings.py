@@ -22,7 +22,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.cuda_graphs import capture_sizes
 from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
-from inferplan.memory.release_running import release_running, release_running_note
+from inferplan.memory.release_running import release_running, release_running_cause, release_running_note
 from inferplan.memory.state_pool import draft_named
 from inferplan.units import GiB
 
@@ -110,6 +110,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           refused.named(d.kv_connector) if refused else None,
                           kv_connector=d.kv_connector,
                           running_note=release_running_note(engine.name, at, released) if released else None,
+                          running_cause=release_running_cause(engine.name, at, released) if released else None,
                           running_from_pool=running if running and running.from_pool else None,
                           fraction_stated=d.gpu_memory_utilization is not None)
 

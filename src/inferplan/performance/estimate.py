@@ -64,6 +64,8 @@ class ServingEstimate(BaseModel):
     n_cpu_moe: int | None = None
     placement_chosen_by: str | None = None
     placement_note: str | None = None
+    # requests beyond the engine's running cap, what sets the cap and the flag that raises it (``notes.queue_note``)
+    queue_note: str | None = None
     # why tokens/s per user is above the total, when it is (``rate_note``)
     rate_note: str | None = None
     # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)

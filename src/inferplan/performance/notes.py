@@ -5,6 +5,8 @@ tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 from __future__ import annotations
 
 from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overhead_s, overlapped
 
@@ -117,3 +119,45 @@ def _beside_memory(step: StepTime) -> str:
     """How a part of a step's compute sits beside its memory traffic (the power mean of the two)."""
     return (f"beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other compute they take "
             f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")
+
+
+def queue_note(ctx: ServingContext, concurrency: int, per_instance: int, running: int) -> str | None:
+    """The headline's word on a running cap below the load (None: every request runs): how many requests queue,
+    the cap and what sets it (a stated max_num_seqs, the release's own setting and its sources, the engine's
+    default and its source, or a hybrid model's state slots), and the engine flag that raises it."""
+    if per_instance <= running:
+        return None
+    at_once = min(running * ctx.dp, concurrency)
+    each = f", {running:,} on each of {ctx.dp} ranks" if ctx.dp > 1 else ""
+    flag = ctx.mp.result.running_cap_flag
+    return (f"{concurrency - at_once:,} of the {concurrency:,} requests queue, their wait in TTFT: at most {at_once:,} "
+            f"run at once{each}, as {_cap_origin(ctx, flag)}; the engine's {flag} raises the cap (max_num_seqs)")
+
+
+def _cap_origin(ctx: ServingContext, flag: str) -> str:
+    """What sets the running cap ``queue_note`` names."""
+    d, s, fit = ctx.d, ctx.mp.settings, ctx.mp.result
+    if fit.state_running_cap is not None and fit.state_running_cap == fit.running_cap and not d.max_num_seqs:
+        return f"the model's state pool holds them ({flag})"
+    if d.max_num_seqs:
+        return f"max_num_seqs {d.max_num_seqs:,} is stated"
+    if s.running_cause:
+        return s.running_cause
+    engine = ctx.catalog.engine(fit.engine)
+    if s.running_from_pool:
+        return f"{engine.name} sizes {flag} from its KV pool when none is given"
+    sources = _default_sources(ctx, s.max_num_seqs)
+    return f"{engine.name} defaults {flag} to {s.max_num_seqs:,}" + (f" ({', '.join(sources)})" if sources else "")
+
+
+def _default_sources(ctx: ServingContext, value: int) -> tuple[str, ...]:
+    """The sources of the default running cap ``value``: the planned release's own default (``running_defaults``),
+    else engines.yaml's max_num_seqs of that value (none: a cap of the batch budget's tokens)."""
+    release, engine = ctx.d.engine_version, ctx.catalog.engine(ctx.mp.result.engine)
+    try:
+        own = memory_rule(ctx.catalog, engine.id, release).running_default(release)
+    except InferplanError:  # an engine with no release rules
+        own = None
+    if own is not None and value in (own.running_requests, own.with_draft):
+        return own.sources
+    return tuple(c.source for c in (engine.max_num_seqs, engine.small_gpu_max_num_seqs) if c is not None and c.value == value)[:1]

@@ -32,7 +32,7 @@ from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
 from inferplan.performance.local_runs import with_user_runs
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
-                                         unpack_note)
+                                         queue_note, unpack_note)
 from inferplan.performance.phases import StepTime, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.run_record import MeasuredPoint, UserRun
@@ -198,6 +198,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         tokens_per_step=ctx.tau, acceptance_rate=ctx.acceptance.rate if ctx.acceptance else None,
         bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
+        queue_note=queue_note(ctx, concurrency, per_instance, running),
     )
 
 

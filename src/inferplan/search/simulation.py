@@ -229,10 +229,17 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router, check=check)
     approx = approximate(curve, load, q.replicas)
     cache = _cache(q, w, catalog)
-    notes = cache.pop("notes") + tuple(n for n in (overload_note(approx, q.replicas),) if n)
+    closed = CLOSED_LOOP_NOTE if load.arrival == "closed" else None
+    notes = cache.pop("notes") + tuple(n for n in (closed, overload_note(approx, q.replicas)) if n)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
                             simulation=sim, approximation=approx, notes=notes, **cache)
+
+
+# what a simulated closed loop assumes, beside the approximation's steady state (a perf estimate's too)
+CLOSED_LOOP_NOTE = ("closed loop: the clients send their first requests together, as benchmark clients do, and each "
+                    "its next when its last ends (with fixed lengths they stay in step); the approximation, like a perf "
+                    "estimate, is the steady state: requests arrive spread out, each newcomer joining a running batch")
 
 
 def overload_note(approx: TailLatency, replicas: int) -> str | None:

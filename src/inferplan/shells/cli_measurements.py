@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
+from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, console, emit_json,
                                          err_console, fail, run, TokensOpt)
 from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
@@ -93,7 +93,7 @@ def import_cmd(
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the run (default: the tensor parallel size)."),
     tensor_parallel_size: Optional[int] = typer.Option(None, "--tensor-parallel-size", "-tp", help="Default: the file's metadata (vllm bench serve --metadata tensor_parallel_size=N), else 1."),
-    pipeline_parallel_size: Optional[int] = PpOpt,
+    pipeline_parallel_size: Optional[int] = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Pipeline stages (default 1; llama.cpp on --gpus N with no split stated: N, its default layer split)."),
     data_parallel_size: Optional[int] = DpOpt,
     enable_expert_parallel: bool = EpOpt,
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx (default: llamacpp for llama-bench files, else vllm)."),

@@ -244,6 +244,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency:,}: "
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
+    if e.queue_note:
+        console.print(f"[yellow]note:[/] {e.queue_note}", highlight=False)
     if e.layout_note:
         console.print(e.layout_note, highlight=False)
     if e.build_note:
@@ -265,6 +267,9 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     ):
         table.add_row(label, value)
     console.print(table)
+    if e.concurrency > 1 and e.source == "calibrated-model":  # its load; the command that prices a burst of it
+        console.print(f"steady state: requests arrive spread out, each newcomer joining a running batch; a burst of "
+                      f"{e.concurrency:,} at once: inferplan simulate --clients {e.concurrency}", highlight=False)
     if e.rate_note:
         console.print(f"note: {e.rate_note}", highlight=False)
     record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, layout
+from inferplan.shells.render_local import TAIL_LABELS
 from inferplan.report.numbers import UNBOUNDED, UNBOUNDED_NOTE, milliseconds_text
 from inferplan.search.arrivals import plural
 
@@ -20,7 +21,7 @@ def _pct(error: float) -> str:
 def print_latency_validation(console: Console, v) -> None:
     cols = [Col("point", key=True), Col("split"), Col("load", False), Col("metric"), Col("measured"),
             Col("approximation"), Col("err"), Col("simulation"), Col("err")]
-    rows = [[c.id, c.split, escape(c.load), c.metric, milliseconds_text(c.measured), milliseconds_text(c.approximation), _pct(c.approximation_error),
+    rows = [[c.id, c.split, escape(c.load), f"{TAIL_LABELS.get(c.metric, c.metric)} (ms)", milliseconds_text(c.measured), milliseconds_text(c.approximation), _pct(c.approximation_error),
              milliseconds_text(c.simulation), _pct(c.simulation_error)] for c in v.checks]
     console.print(layout("Latency under load: predicted vs measured (ms; error = predicted / measured - 1)", cols, rows,
                          console.width))
@@ -30,7 +31,7 @@ def print_latency_validation(console: Console, v) -> None:
     for col in ("split", "metric", "points", "approximation", "simulation"):
         medians.add_column(col)
     for m in v.medians:
-        medians.add_row(m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}", f"{m.simulation_abs_error:.0%}")
+        medians.add_row(m.split, TAIL_LABELS.get(m.metric, m.metric), str(m.points), f"{m.approximation_abs_error:.0%}", f"{m.simulation_abs_error:.0%}")
     console.print(medians)
     for s in v.skipped:
         console.print(f"not scored: {s.id} ({s.split}): {s.reason}", highlight=False)

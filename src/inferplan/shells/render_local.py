@@ -42,13 +42,20 @@ def print_runs(console: Console, runs) -> None:
     # ids and dates whole; at 80 columns the points, file and author are left out (measurements show ID has them)
     cols = [Col("id", key=True), Col("date", key=True), Col("model", key=True), Col("hardware"), Col("engine"),
             Col("quant"), Col("points", False), Col("file", False), Col("by", False)]
-    rows = [[str(r.id), r.measured_on.isoformat(), escape(r.model), f"{r.gpus}× {r.accelerator} (TP {r.tensor_parallel_size})",
+    rows = [[str(r.id), r.measured_on.isoformat(), escape(r.model), f"{r.gpus}× {r.accelerator} ({_split(r)})",
              escape(f"{r.engine} {r.engine_version}"), r.quantization, str(len(r.points)), escape(r.file),
              escape(r.measured_by)] for r in runs]
     console.print(layout("your measurements", cols, rows, console.width))
     for r in runs:  # at any width: the run offered another load than it states
         if failed := failure_text(r):
             console.print(f"[yellow]run {r.id}:[/] {escape(failed)}", highlight=False)
+
+
+def _split(r) -> str:
+    """A run's layout as stated: "TP 2", "TP 1 × PP 2", "TP 1 × DP 4, EP"."""
+    pp = f" × PP {r.pipeline_parallel_size}" if r.pipeline_parallel_size > 1 else ""
+    dp = f" × DP {r.data_parallel_size}" if r.data_parallel_size else ""
+    return f"TP {r.tensor_parallel_size}{pp}{dp}" + (", EP" if r.enable_expert_parallel else "")
 
 
 def print_comparison(console: Console, result) -> None:

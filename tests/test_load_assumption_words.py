@@ -1,0 +1,28 @@
+"""perf and simulate each say the load they assume: perf the steady state (requests arriving spread out) and the
+simulate command for a burst of as many at once; a simulated closed loop that its clients start together, beside
+the approximation's steady state. A rate-driven simulation says nothing of a closed loop."""
+
+from typer.testing import CliRunner
+
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.search.simulation import CLOSED_LOOP_NOTE, SimulationQuery, simulate_deployment
+from inferplan.shells.cli import app
+
+D = Deployment(model="qwen3-8b", gpu="h100-sxm")
+W = Workload(input_len=512, output_len=64)
+
+
+def test_perf_says_its_steady_state_and_the_command_for_a_burst():
+    done = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "h100", "--concurrency", "32"],
+                              prog_name="inferplan", env={"COLUMNS": "200"})
+    assert done.exit_code == 0
+    assert "steady state: requests arrive spread out" in done.stdout
+    assert "a burst of 32 at once: inferplan simulate --clients 32" in done.stdout
+
+
+def test_a_closed_loop_simulation_says_its_clients_start_together(catalog):
+    closed = simulate_deployment(SimulationQuery(deployment=D, workload=W, clients=8, requests=200), catalog)
+    assert CLOSED_LOOP_NOTE in closed.notes and "send their first requests together" in CLOSED_LOOP_NOTE
+    rated = simulate_deployment(SimulationQuery(deployment=D, workload=W, request_rate_per_s=1.0, requests=200), catalog)
+    assert CLOSED_LOOP_NOTE not in rated.notes
