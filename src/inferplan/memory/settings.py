@@ -56,8 +56,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     tier = tier_for(defaults.tiers_at(at, engine.defaults_by_gpu_memory) if defaults else engine.defaults_by_gpu_memory,
                     total_bytes)
     # a release that runs a prompt whole (no chunked prefill by default) steps through the longest one at once
-    tier_tokens = tier and (tier.max_num_batched_tokens if not defaults or defaults.chunks_prompts(at) else
-                            max(tier.max_num_batched_tokens, max_len or 0))
+    whole = bool(tier and defaults and not defaults.chunks_prompts(at) and not d.max_num_batched_tokens)
+    tier_tokens = tier and (max(tier.max_num_batched_tokens, max_len or 0) if whole else tier.max_num_batched_tokens)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or tier_tokens or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
@@ -111,7 +111,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           kv_connector=d.kv_connector,
                           running_note=release_running_note(engine.name, at, released) if released else None,
                           running_from_pool=running if running and running.from_pool else None,
-                          fraction_stated=d.gpu_memory_utilization is not None)
+                          fraction_stated=d.gpu_memory_utilization is not None,
+                          whole_prompt_step_tokens=tier.max_num_batched_tokens if whole else None)
 
 
 def pool_running_requests(settings: EngineSettings, pool_tokens: int, context_tokens: int) -> int | None:
