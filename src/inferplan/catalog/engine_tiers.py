@@ -42,6 +42,8 @@ class GpuMemoryTier(Input):
     cuda_graph_max_bs: int = Field(ge=1)  # the largest decode batch captured as a CUDA graph
     # a larger graph batch from a tensor-parallel size on: {min tp: cuda_graph_max_bs}
     cuda_graph_max_bs_from_tp: dict[int, int] = Field(default_factory=dict)
+    # the engine divides a stated chunk by this on these GPUs as it does its default (SGLang 0.3.6: 8,192 // 4)
+    stated_chunk_divisor: int | None = Field(None, ge=2)
 
     @property
     def below_bytes(self) -> float | None:

@@ -58,7 +58,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a release that runs a prompt whole (no chunked prefill by default) steps through the longest one at once
     whole = bool(tier and defaults and not defaults.chunks_prompts(at) and not d.max_num_batched_tokens)
     tier_tokens = tier and (max(tier.max_num_batched_tokens, max_len or 0) if whole else tier.max_num_batched_tokens)
-    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or tier_tokens or \
+    stated = d.max_num_batched_tokens and (  # divided as the release divides its default on these GPUs (SGLang 0.3.6)
+        max(d.max_num_batched_tokens // tier.stated_chunk_divisor, 1) if tier and tier.stated_chunk_divisor
+        else d.max_num_batched_tokens)
+    mnbt = stated or rule_batch_tokens(rule, max_len) or tier_tokens or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
     # (the server's total, divided over its DP attention ranks as a stated total is), after the tier's graph batch
