@@ -75,6 +75,26 @@ def tier_for(tiers: tuple[GpuMemoryTier, ...], total_bytes: float) -> GpuMemoryT
     return None
 
 
+class AttentionDpChunk(Input):
+    """How the engine divides its chunk (the default or a stated one) under attention data parallelism from
+    ``first_release`` on: by ``divisor``, or by the attention data-parallel ranks where it is None."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str
+    divisor: int | None = Field(None, ge=2)
+
+
+def attention_dp_chunk(entries: tuple[AttentionDpChunk, ...], release: str | None, ranks: int, chunk: int) -> int:
+    """Each attention data-parallel rank's chunk of ``chunk`` at ``release`` (None: the newest) over ``ranks``
+    ranks: the latest entry reached divides it (none reached, or one rank: ``chunk`` as it is)."""
+    reached = [e for e in entries if _from(release, e.first_release)]
+    if ranks < 2 or not reached:
+        return chunk
+    entry = max(reached, key=lambda e: release_key(e.first_release))
+    return max(chunk // (entry.divisor or ranks), 1)
+
+
 class FractionScale(Input):
     """A factor the engine applies to its static fraction, the one it picks or the one it is given,
     when it runs ``attention_backend`` — its default on the ``software`` stack for models without

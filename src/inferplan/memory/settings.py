@@ -14,7 +14,7 @@ known)."""
 from __future__ import annotations
 
 from inferplan.catalog.architecture import Architecture
-from inferplan.catalog.engine_tiers import FractionScale, tier_for
+from inferplan.catalog.engine_tiers import FractionScale, attention_dp_chunk, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
@@ -23,7 +23,7 @@ from inferplan.memory.cuda_graphs import capture_sizes
 from inferplan.memory.engine_budget import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.memory.release_running import release_running, release_running_note
-from inferplan.memory.state_pool import draft_named
+from inferplan.memory.state_pool import attention_dp_ranks, draft_named
 from inferplan.units import GiB
 
 
@@ -97,9 +97,11 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
-    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
+    # each DP attention rank's step: the chunk divided as the release divides it, after its fraction is picked
+    step = attention_dp_chunk(engine.attention_dp_chunk, at, attention_dp_ranks(d), int(mnbt))
+    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, step)), step)  # n_ubatch <= n_batch
     block = rule.block_tokens if rule and rule.block_tokens else engine.block_tokens.value
-    return EngineSettings(frac, int(mnbt), int(seqs), int(block), micro,
+    return EngineSettings(frac, step, int(seqs), int(block), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           seqs_divided_over_micro_batches=engine.pp_batch_limits == "divided",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
