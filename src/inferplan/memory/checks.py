@@ -68,7 +68,8 @@ def _check_flag_releases(catalog: Catalog, d: Deployment, engine, tp: int, pp: i
     for setting, rule in flags.settings.items() if flags is not None else ():
         value = sizes.get(setting, getattr(d, setting, None))
         if value is not None and value is not False and not (setting in sizes and value == 1):
-            check_flag_release(rule, setting, stated_release(d), "1" if setting in sizes else "none stated")
+            check_flag_release(rule, setting, stated_release(d),
+                               "1" if setting in sizes else "off" if value is True else "none stated")
     if flags is not None:  # data-parallel ranks run as attention data parallelism: its switch, as the search reads it
         check_parallel_release(flags, stated_release(d), d.data_parallel_size or 1, d.enable_expert_parallel)
 
