@@ -41,7 +41,8 @@ def test_sglang_before_0213_runs_a_prompt_whole(catalog, release):
     # no chunked prefill: the step holds max_prefill_tokens of prompts, or the longest prompt alone
     assert _chunk(catalog, release, "h100-sxm", max_model_len=32768) == 32768
     assert _chunk(catalog, release, "rtx-4090", max_model_len=4096) == 16384
-    assert _chunk(catalog, release, "h100-sxm", max_model_len=32768, max_num_batched_tokens=2048) == 2048
+    if release != "0.2.0":  # a stated chunk from 0.2.7 (--chunked-prefill-size: tests/test_sglang_release_flags.py)
+        assert _chunk(catalog, release, "h100-sxm", max_model_len=32768, max_num_batched_tokens=2048) == 2048
 
 
 def test_the_speed_layers_step_budget_is_the_releases_chunk(catalog):
@@ -49,3 +50,22 @@ def test_the_speed_layers_step_budget_is_the_releases_chunk(catalog):
     for release, chunk in (("0.3.0", 8192), ("0.4.6", 2048), ("0.5.6", 2048)):
         d = Deployment(model="qwen3-8b", gpu="rtx-4090", engine="sglang", engine_version=release)
         assert service_curve(d, w, catalog, points=2).token_budget == chunk
+
+
+@pytest.mark.parametrize(("input_len", "budget"), [(1000, 16384), (20000, 20000)])
+def test_a_whole_prompt_releases_speed_budget_is_its_step_not_the_context(catalog, input_len, budget):
+    # 0.2.x stops a step of several prompts at 16,384 tokens and runs a longer prompt alone, whole: the stated
+    # context (the model's own) sizes the memory peak, not the speed model's step
+    d = Deployment(model="qwen3-8b", gpu="h100-sxm", engine="sglang", engine_version="0.2.0", max_model_len=32768)
+    w = Workload(input_len=input_len, output_len=100)
+    assert plan_memory(d, catalog).settings.max_num_batched_tokens == 32768
+    assert service_curve(d, w, catalog, points=2).token_budget == budget
+
+
+@pytest.mark.parametrize(("release", "gpu", "chunk"), [
+    ("0.3.6", "rtx-4090", 2048),  # 0.3.6 divides the chunk by 4 below 25,000 MiB, a stated one too
+    ("0.3.6", "h100-sxm", 8192),
+    ("0.4.0", "rtx-4090", 8192),  # from 0.4.0 only the default is picked by the GPU
+])
+def test_sglang_036_divides_a_stated_chunk_on_small_gpus(catalog, release, gpu, chunk):
+    assert _chunk(catalog, release, gpu, max_num_batched_tokens=8192) == chunk

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.accelerator_schema import Accelerator
-from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
+from inferplan.catalog.engine_tiers import AttentionDpChunk, GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.provenance import Bytes, Count, Ratio
 from inferplan.catalog.quantization_schema import Quantization
 from inferplan.catalog.schema_base import SLUG, Frozen, Software
@@ -71,6 +71,9 @@ class EngineDefaults(Frozen):
     # (catalog/engine_tiers.py); these win over max_num_batched_tokens and memory_fraction
     defaults_by_gpu_memory: GpuMemoryTiers = ()
     defaults_by_gpu_memory_source: str | None = None
+    # the chunk each attention data-parallel rank takes, by release (SGLang: // 2, then // the ranks)
+    attention_dp_chunk: tuple[AttentionDpChunk, ...] = ()
+    attention_dp_chunk_source: str | None = None
     memory_fraction_reserve: MemoryFractionReserve | None = None
     memory_fraction_reserve_source: str | None = None
     runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)

@@ -42,6 +42,8 @@ class GpuMemoryTier(Input):
     cuda_graph_max_bs: int = Field(ge=1)  # the largest decode batch captured as a CUDA graph
     # a larger graph batch from a tensor-parallel size on: {min tp: cuda_graph_max_bs}
     cuda_graph_max_bs_from_tp: dict[int, int] = Field(default_factory=dict)
+    # the engine divides a stated chunk by this on these GPUs as it does its default (SGLang 0.3.6: 8,192 // 4)
+    stated_chunk_divisor: int | None = Field(None, ge=2)
 
     @property
     def below_bytes(self) -> float | None:
@@ -71,6 +73,26 @@ def tier_for(tiers: tuple[GpuMemoryTier, ...], total_bytes: float) -> GpuMemoryT
         if tier.below_bytes is None or total_bytes < tier.below_bytes:
             return tier
     return None
+
+
+class AttentionDpChunk(Input):
+    """How the engine divides its chunk (the default or a stated one) under attention data parallelism from
+    ``first_release`` on: by ``divisor``, or by the attention data-parallel ranks where it is None."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str
+    divisor: int | None = Field(None, ge=2)
+
+
+def attention_dp_chunk(entries: tuple[AttentionDpChunk, ...], release: str | None, ranks: int, chunk: int) -> int:
+    """Each attention data-parallel rank's chunk of ``chunk`` at ``release`` (None: the newest) over ``ranks``
+    ranks: the latest entry reached divides it (none reached, or one rank: ``chunk`` as it is)."""
+    reached = [e for e in entries if _from(release, e.first_release)]
+    if ranks < 2 or not reached:
+        return chunk
+    entry = max(reached, key=lambda e: release_key(e.first_release))
+    return max(chunk // (entry.divisor or ranks), 1)
 
 
 class FractionScale(Input):

@@ -68,3 +68,20 @@ def check_flag_release(rule: FlagRule, setting: str, release: str | None, unset:
         raise UnsupportedSettingError(f"{setting} is {rule.flags[0]}, which the engine has from {rule.first_release} on, "
                                       f"and the plan is at engine_version {release}", field=setting,
                                       allowed=f"{unset}, or engine_version {rule.first_release} or later")
+
+
+def check_parallel_release(flags: EngineFlags, release: str | None, data_parallel_size: int, expert_parallel: bool) -> None:
+    """Refuse data-parallel ranks run as attention data parallelism, or expert parallelism, where the planned
+    ``release`` lacks their flag (``EngineFlags.absent_parallel``, the rule the search's layouts are kept by)."""
+    setting = flags.absent_parallel(release, data_parallel_size, expert_parallel)
+    if setting is None:
+        return
+    rule = flags.settings[setting]
+    if setting == "enable_expert_parallel":
+        check_flag_release(rule, setting, release, "off")
+    first = rule.switches_first_release or rule.first_release
+    raise UnsupportedSettingError(
+        f"data_parallel_size {data_parallel_size}{f' with {rule.folds_with}' if rule.folds_with else ''} runs as attention "
+        f"data parallelism "
+        f"({' '.join(rule.switches)}), which the engine has from {first} on, and the plan is at engine_version {release}",
+        field=setting, allowed=f"1, or engine_version {first} or later")

@@ -22,6 +22,10 @@ from inferplan.catalog.schema import SLUG, Frozen, Software
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 
+def _reached(release: str | None, first_release: str | None) -> bool:
+    """Whether ``release`` (None: the newest) is ``first_release`` or later (None: every release is)."""
+    return not (first_release and release and release_key(release) < release_key(first_release))
+
 # the Deployment fields (and launch-only settings) a flag rule may carry
 Setting = Literal[
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
@@ -91,12 +95,20 @@ class FlagRule(Frozen):
     # the earliest engine release the flag exists in, where it is younger than the releases the plan names
     # (a command for an earlier planned release is refused); None: every planned release has it
     first_release: str | None = None
+    # the earliest release with ``switches`` where they are younger than the flag (SGLang's
+    # --enable-dp-attention from 0.3.6, its --dp-size before it), and the source that shows it
+    switches_first_release: str | None = None
+    switches_source: str | None = None
     source: str
     note: str | None = None
 
     def exists_at(self, release: str | None) -> bool:
         """Whether the engine has the flag at ``release`` (None: the newest release): from its ``first_release``."""
-        return not (self.first_release and release and release_key(release) < release_key(self.first_release))
+        return _reached(release, self.first_release)
+
+    def switches_at(self, release: str | None) -> bool:
+        """Whether the engine has the flag and its ``switches`` at ``release`` (None: the newest release)."""
+        return self.exists_at(release) and _reached(release, self.switches_first_release)
 
     @model_validator(mode="after")
     def _default_a_choice(self) -> "FlagRule":
@@ -297,16 +309,33 @@ class EngineFlags(Frozen):
             return None
         return next((later for later in self.accepted_later if flag in later.flags), None)
 
-    def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int, release: str | None = None) -> bool:
+    def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int, release: str | None = None,
+                       data_parallel_size: int = 1, expert_parallel: bool = False) -> bool:
         """Whether the launcher starts one instance split ``tensor_parallel_size`` × ``pipeline_parallel_size``
-        ways at ``release`` (None: the newest): a size above 1 needs its flag, there from the flag's first release
-        (SGLang's --pp-size from 0.4.7), and two sizes above 1 need a flag each (llama.cpp's one --split-mode is
-        row or layer, not both; mlx_lm.server has neither)."""
+        ways at ``release`` (None: the newest), with ``data_parallel_size`` ranks and ``expert_parallel``: a size
+        above 1 needs its flag, there from the flag's first release (SGLang's --pp-size from 0.4.7), as do expert
+        parallelism (SGLang's --ep-size from 0.4.1) and data-parallel ranks run as attention data parallelism
+        (``absent_parallel``); two sizes above 1 need a flag each (llama.cpp's one --split-mode is row or layer,
+        not both; mlx_lm.server has neither)."""
         split = [s for s, n in (("tensor_parallel_size", tensor_parallel_size),
                                 ("pipeline_parallel_size", pipeline_parallel_size)) if n > 1]
         if any(s not in self.settings or not self.settings[s].exists_at(release) for s in split):
             return False
+        if self.absent_parallel(release, data_parallel_size, expert_parallel) is not None:
+            return False
         return len(split) < 2 or not set(self.settings[split[0]].flags) & set(self.settings[split[1]].flags)
+
+    def absent_parallel(self, release: str | None, data_parallel_size: int, expert_parallel: bool) -> str | None:
+        """The setting whose flag the engine lacks at ``release`` among expert parallelism and data-parallel ranks
+        run as attention data parallelism (the data-parallel flag folded into another size, with ``folds_with``
+        set where it names one: SGLang's --enable-dp-attention), named as the refusal names it; None: it has them."""
+        ep = self.settings.get("enable_expert_parallel")
+        if expert_parallel and ep is not None and not ep.exists_at(release):
+            return "enable_expert_parallel"
+        dp = self.settings.get("data_parallel_size")
+        attention_dp = dp is not None and data_parallel_size > 1 and dp.folds_into is not None and (
+            dp.folds_with is None or (dp.folds_with == "enable_expert_parallel" and expert_parallel))
+        return "data_parallel_size" if attention_dp and not dp.switches_at(release) else None
 
     def named_flags(self) -> tuple[str, ...]:
         """Every option name this record can emit."""
@@ -404,6 +433,7 @@ def check_engine_flags(catalog) -> None:
                  *([flags.text_only_source] if flags.text_only_flag else []),
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
+                 *(r.switches_source for r in flags.settings.values() if r.switches_source),
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),

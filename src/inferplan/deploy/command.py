@@ -29,7 +29,7 @@ from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.copies import copies_note
-from inferplan.catalog.flag_scope import check_flag_release, option_rule, per_rank_value, runs_attention_dp
+from inferplan.catalog.flag_scope import check_flag_release, check_parallel_release, option_rule, per_rank_value, runs_attention_dp
 from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, parallel_args,
                                         quantization_args, set_option)
 from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
@@ -148,6 +148,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     port = port or flags.default_port
     argv = [*flags.launcher, *served.argv]
     options: dict = {}  # what goes to the engine's options file
+    check_parallel_release(flags, planned_engine_release(d, catalog), d.data_parallel_size or 1, d.enable_expert_parallel)
     argv += parallel_args(d, flags, options)
     if spare := planned_redundant_experts(d, catalog):  # SGLang: expert slots that divide by the ranks
         argv += emit(flag_rule(flags, "redundant_experts"), spare)

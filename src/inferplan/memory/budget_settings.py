@@ -42,3 +42,13 @@ class EngineSettings:
     running_cause: str | None = None  # the same, only what sets them and its sources (a headline's words)
     # the release's running requests as it derives them from the KV pool, applied once the pool is sized (SGLang)
     running_from_pool: RunningDefault | None = None
+    # a release that runs a prompt whole (no chunked prefill, none stated: SGLang before 0.2.13): the prompt tokens
+    # a step of several prompts stops at; max_num_batched_tokens is then the step of the longest prompt, the memory peak
+    whole_prompt_step_tokens: int | None = None
+
+    def step_budget_tokens(self, longest_prompt_tokens: float) -> int:
+        """The tokens a step takes for a workload whose longest prompt is ``longest_prompt_tokens``: the chunk; where
+        prompts run whole, the step of several prompts, or the longest prompt alone where it is longer."""
+        if self.whole_prompt_step_tokens is None:
+            return self.max_num_batched_tokens
+        return max(self.whole_prompt_step_tokens, int(-(-longest_prompt_tokens // 1)))

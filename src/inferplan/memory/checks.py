@@ -4,7 +4,7 @@ widths the engine divides over its ranks, and a context past the model's is trea
 
 from __future__ import annotations
 
-from inferplan.catalog.flag_scope import check_flag_release, stated_release
+from inferplan.catalog.flag_scope import check_flag_release, check_parallel_release, stated_release
 from inferplan.catalog.flags_schema import check_choice, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -68,8 +68,11 @@ def _check_flag_releases(catalog: Catalog, d: Deployment, engine, tp: int, pp: i
     sizes = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp}
     for setting, rule in flags.settings.items() if flags is not None else ():
         value = sizes.get(setting, getattr(d, setting, None))
-        if value is not None and not (setting in sizes and value == 1):
-            check_flag_release(rule, setting, stated_release(d), "1" if setting in sizes else "none stated")
+        if value is not None and value is not False and not (setting in sizes and value == 1):
+            check_flag_release(rule, setting, stated_release(d),
+                               "1" if setting in sizes else "off" if value is True else "none stated")
+    if flags is not None:  # data-parallel ranks run as attention data parallelism: its switch, as the search reads it
+        check_parallel_release(flags, stated_release(d), d.data_parallel_size or 1, d.enable_expert_parallel)
 
 
 def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:

@@ -47,6 +47,7 @@ from inferplan.memory.draft_model import draft_model_kv_architecture, draft_mode
 from inferplan.memory.vision_projector import vision_projector_bytes, vision_projector_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.startup import startup_check
+from inferplan.memory.step_headroom import step_check
 from inferplan.memory.step_budget import with_step_budget
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.fit_result import MemoryFit
@@ -293,7 +294,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     graphs_too = captures_cuda_graphs(hw.accel)  # the start-up check's graphs and sampler warm-up
     checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus) if graphs_too else None, workspace_check(
         catalog, rule, hw.accel.software.value, spec.architecture, latent_attention(spec), settings.memory_fraction,
-        total, held.tokens, held.max_len, plan.tensor_parallel_size)) if c is not None]
+        total, held.tokens, held.max_len, plan.tensor_parallel_size), step_check(catalog, rule, settings, budget, total))
+        if c is not None]  # the step's activations outside the fraction too (step_headroom.py)
     start = next((c for c in checks if not c.starts), checks[0] if checks else None)  # a failing one first
     if start is not None and not start.starts:
         held, assumptions = dataclasses.replace(held, fits=False), [*assumptions, start.note(rule, settings)]

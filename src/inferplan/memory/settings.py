@@ -14,7 +14,7 @@ known)."""
 from __future__ import annotations
 
 from inferplan.catalog.architecture import Architecture
-from inferplan.catalog.engine_tiers import FractionScale, tier_for
+from inferplan.catalog.engine_tiers import FractionScale, attention_dp_chunk, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
@@ -23,7 +23,7 @@ from inferplan.memory.cuda_graphs import capture_sizes
 from inferplan.memory.budget_settings import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.memory.release_running import release_running, release_running_cause, release_running_note
-from inferplan.memory.state_pool import draft_named
+from inferplan.memory.state_pool import attention_dp_ranks, draft_named
 from inferplan.units import GiB
 
 
@@ -56,9 +56,12 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     tier = tier_for(defaults.tiers_at(at, engine.defaults_by_gpu_memory) if defaults else engine.defaults_by_gpu_memory,
                     total_bytes)
     # a release that runs a prompt whole (no chunked prefill by default) steps through the longest one at once
-    tier_tokens = tier and (tier.max_num_batched_tokens if not defaults or defaults.chunks_prompts(at) else
-                            max(tier.max_num_batched_tokens, max_len or 0))
-    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or tier_tokens or \
+    whole = bool(tier and defaults and not defaults.chunks_prompts(at) and not d.max_num_batched_tokens)
+    tier_tokens = tier and (max(tier.max_num_batched_tokens, max_len or 0) if whole else tier.max_num_batched_tokens)
+    stated = d.max_num_batched_tokens and (  # divided as the release divides its default on these GPUs (SGLang 0.3.6)
+        max(d.max_num_batched_tokens // tier.stated_chunk_divisor, 1) if tier and tier.stated_chunk_divisor
+        else d.max_num_batched_tokens)
+    mnbt = stated or rule_batch_tokens(rule, max_len) or tier_tokens or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
     # (the server's total, divided over its DP attention ranks as a stated total is), after the tier's graph batch
@@ -94,9 +97,11 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
-    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
+    # each DP attention rank's step: the chunk divided as the release divides it, after its fraction is picked
+    step = attention_dp_chunk(engine.attention_dp_chunk, at, attention_dp_ranks(d), int(mnbt))
+    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, step)), step)  # n_ubatch <= n_batch
     block = rule.block_tokens if rule and rule.block_tokens else engine.block_tokens.value
-    return EngineSettings(frac, int(mnbt), int(seqs), int(block), micro,
+    return EngineSettings(frac, step, int(seqs), int(block), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           seqs_divided_over_micro_batches=engine.pp_batch_limits == "divided",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
@@ -112,7 +117,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           running_note=release_running_note(engine.name, at, released) if released else None,
                           running_cause=release_running_cause(engine.name, at, released) if released else None,
                           running_from_pool=running if running and running.from_pool else None,
-                          fraction_stated=d.gpu_memory_utilization is not None)
+                          fraction_stated=d.gpu_memory_utilization is not None,
+                          whole_prompt_step_tokens=tier.max_num_batched_tokens if whole else None)
 
 
 def pool_running_requests(settings: EngineSettings, pool_tokens: int, context_tokens: int) -> int | None:

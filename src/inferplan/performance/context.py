@@ -200,7 +200,7 @@ class ServingContext:
     def round_budget(self, running: int) -> float:
         """Prompt tokens a round can fuse beside ``running`` decoding sequences: the engine's token
         budget (once per micro-batch where each gets its own) less their decode tokens."""
-        budget = self.mp.settings.max_num_batched_tokens * self.limited_batches
+        budget = self.mp.settings.step_budget_tokens(self.w.input_len) * self.limited_batches
         return max(budget - running * (self.w.speculative_tokens + 1), 1)
 
     def chunk_budget(self, running: int) -> float:
@@ -209,7 +209,7 @@ class ServingContext:
         if self.limited_batches == 1:
             return self.round_budget(running)
         share = self.requests_per_micro_batch(running - 1) if running > 1 else 0
-        return max(self.mp.settings.max_num_batched_tokens - share * (self.w.speculative_tokens + 1), 1)
+        return max(self.mp.settings.step_budget_tokens(self.w.input_len) - share * (self.w.speculative_tokens + 1), 1)
 
     def boundary_host_s(self, requests: float) -> float:
         """One micro-batch of ``requests`` crossing the ``pp − 1`` stage boundaries: the engine's

@@ -61,7 +61,8 @@ def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[flo
 def _lone_prompt_s(ctx: ServingContext) -> float:
     """A request's prompt with nothing else running: its chunks of the whole budget, each attending to what came before."""
     return sum(_lone_chunk_s(ctx, start, tokens) for start, tokens in
-               prompt_chunks(ctx.uncached, ctx.w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+               prompt_chunks(ctx.uncached, ctx.w.input_len - ctx.uncached,
+                             ctx.mp.settings.step_budget_tokens(ctx.w.input_len)))
 
 
 def _first_token_s(ctx: ServingContext, prompt_s: float) -> float:

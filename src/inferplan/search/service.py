@@ -176,8 +176,9 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     lone = sweep.figures(d, w.model_copy(update={"concurrency": 1}))
     sized = d if d.max_model_len else d.model_copy(update={"max_model_len": w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
-    budget = settings.max_num_batched_tokens * ranks
-    prompt_tokens, prompt_s = _lone_prompts(sized, w, sweep, settings.max_num_batched_tokens)
+    step_tokens = settings.step_budget_tokens(w.input_len)  # a prompt run whole: its own step; the context: memory's
+    budget = step_tokens * ranks
+    prompt_tokens, prompt_s = _lone_prompts(sized, w, sweep, step_tokens)
     return ServiceCurve(
         slots=slots, concurrency=tuple(levels), tpot_s=tuple(tpot), decode_step_s=tuple(step),
         prefill_s_per_token=tuple(per_token), ttft_s=tuple(ttft), prompt_tokens=prompt_tokens, prompt_s=prompt_s,

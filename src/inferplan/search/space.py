@@ -365,7 +365,7 @@ def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine:
                 systems: int, release: str | None = None) -> list[tuple[int, int, int, bool, int]]:
     """The layouts the engine's launcher starts at ``release`` (None: the newest) (``EngineFlags.launches_split``:
     a size above 1 needs its flag at that release, as ``fit`` and ``perf`` refuse it, so SGLang before 0.4.7 has no
-    pipeline stages; llama.cpp's one ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it
+    pipeline stages, before 0.4.1 no expert parallelism and before 0.3.6 no attention data parallelism; llama.cpp's one ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it
     runs); one it does not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
     inside the fast-link domain — where the launcher starts that. An engine that spreads an instance over
     hosts by layers only (llama.cpp's RPC) keeps its tensor-parallel ranks on one host (a rack's compute tray)."""
@@ -376,11 +376,10 @@ def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine:
     host = int(tray.value) if tray is not None else p.gpus  # the GPUs one OS host sees (a rack's compute tray)
     layers_only = bool(flags.multi_host) and all(m.layers_only for m in flags.multi_host)
 
-    def starts(t: int, q: int) -> bool:  # llama.cpp's RPC spreads pipeline stages over hosts, never TP ranks
-        return flags.launches_split(t, q, release) and not (layers_only and t > host)
-
     out: list[tuple[int, int, int, bool, int]] = []
     for tp, pp, dp, ep, n in layouts:
+        def starts(t: int, q: int) -> bool:  # llama.cpp's RPC spreads pipeline stages over hosts, never TP ranks
+            return flags.launches_split(t, q, release, dp, ep) and not (layers_only and t > host)
         width = tp * pp
         tries = [(tp, pp)] if starts(tp, pp) else [(1, width), *([(width, 1)] if width <= p.domain_gpus
                                                                   and systems == 1 else [])]
