@@ -91,7 +91,7 @@ def attention_dp_chunk(entries: tuple[AttentionDpChunk, ...], release: str | Non
     reached = [e for e in entries if _from(release, e.first_release)]
     if ranks < 2 or not reached:
         return chunk
-    entry = max(reached, key=lambda e: release_key(e.first_release))
+    entry = max(reached, key=lambda e: release_order(e.first_release))
     return max(chunk // (entry.divisor or ranks), 1)
 
 
