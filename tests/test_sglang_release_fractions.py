@@ -58,6 +58,16 @@ def test_between_80_and_96_gib_the_fraction_ignores_tp(catalog, gpu):
     assert _fraction(catalog, "0.4.5.post3", gpu) == pytest.approx((total - 13 * GiB) / total)
 
 
+def test_from_0462_the_table_is_keyed_on_tp_times_pp(catalog):
+    def frac(release, tp, pp):
+        d = Deployment(model="llama-3.1-70b", gpu="h100-sxm", tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                       engine="sglang", engine_version=release)
+        return plan_memory(d, catalog).settings.memory_fraction
+    assert frac("0.4.6.post2", 4, 2) == pytest.approx(0.81)  # server_args.py: parallel_size = tp_size * pp_size
+    assert frac("0.4.6.post2", 2, 2) == pytest.approx(0.85)
+    assert frac("0.4.6.post2", 4, 1) == pytest.approx(0.85)
+
+
 def test_an_underscore_post_release_keeps_its_number():
     assert release_order("0.4.6_post2") == release_order("0.4.6.post2") == release_order("0.4.6-post2")
     assert release_order("0.4.6_post2") > release_order("0.4.6.post1")

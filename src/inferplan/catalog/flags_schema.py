@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.launch_modes_schema import DisaggregationRule, SpeculativeRule
 from inferplan.catalog.multihost_schema import MultiHostLaunch
-from inferplan.catalog.provenance import Bytes, release_key
+from inferplan.catalog.provenance import Bytes, release_order
 from inferplan.catalog.schema import SLUG, Frozen, Software
 from inferplan.errors import CatalogError, InvalidScenarioError
 
@@ -96,7 +96,7 @@ class FlagRule(Frozen):
 
     def exists_at(self, release: str | None) -> bool:
         """Whether the engine has the flag at ``release`` (None: the newest release): from its ``first_release``."""
-        return not (self.first_release and release and release_key(release) < release_key(self.first_release))
+        return not (self.first_release and release and release_order(release) < release_order(self.first_release))
 
     @model_validator(mode="after")
     def _default_a_choice(self) -> "FlagRule":
@@ -300,7 +300,7 @@ class EngineFlags(Frozen):
     def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int, release: str | None = None) -> bool:
         """Whether the launcher starts one instance split ``tensor_parallel_size`` × ``pipeline_parallel_size``
         ways at ``release`` (None: the newest): a size above 1 needs its flag, there from the flag's first release
-        (SGLang's --pp-size from 0.4.7), and two sizes above 1 need a flag each (llama.cpp's one --split-mode is
+        (SGLang's --pp-size from 0.4.6.post2), and two sizes above 1 need a flag each (llama.cpp's one --split-mode is
         row or layer, not both; mlx_lm.server has neither)."""
         split = [s for s, n in (("tensor_parallel_size", tensor_parallel_size),
                                 ("pipeline_parallel_size", pipeline_parallel_size)) if n > 1]
