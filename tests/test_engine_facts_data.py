@@ -77,3 +77,12 @@ def test_a_draft_models_memory_is_counted_where_the_record_says_its_placement_is
     assert not_counted.weights_bytes_per_gpu == plain.weights_bytes_per_gpu
     assert any(f"speculative decoding by draft_model on {engine} with Qwen3 0.6B" in a for a in counted.assumptions)
     assert any("its weights and KV are not counted" in a for a in not_counted.assumptions)
+
+
+@pytest.mark.parametrize(("engine", "field", "says"), [
+    ("vllm", "compressed_attention_kv_cache_dtypes_source", "only supports fp8 kv-cache"),
+    ("sglang", "captures_decode_graphs_source", "disable_cuda_graph defaults to False"),
+    ("ktransformers", "captures_decode_graphs_source", "disable_cuda_graph: bool = False"),
+])
+def test_each_engine_fact_cites_a_source_that_states_it(engine, field, says):
+    assert says in CAT.sources[getattr(CAT.engine(engine), field)].title

@@ -13,7 +13,7 @@ from inferplan.catalog.engine_support import check_engine_loads, check_engine_su
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.memory_rules import current_release
 from inferplan.catalog.registry import Registry
-from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.errors import CatalogError, InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.resolve import resolve_model
@@ -215,3 +215,15 @@ def test_speed_points_are_planned_at_a_release_that_loads_their_model():
     other = next(p for p in CATALOG.speed_points if p.engine == "vllm" and p.model == "llama-3.1-8b")
     assert point_scenario(other, CATALOG)[0].engine_version == "0.11.0"
     assert loading_release(CATALOG, "vllm", None, "DeepseekV4ForCausalLM", "mixed-fp4-fp8") is None
+
+
+@pytest.mark.parametrize("gpu", ["gb10", "jetson-agx-thor"])
+def test_sglang_reading_nvidia_smi_memory_total_is_refused_on_an_integrated_gpu(gpu):
+    # 0.3.5.post2-0.4.7 parse nvidia-smi memory.total, [N/A] on an integrated GPU: "No GPU memory values found."
+    for release in ("0.3.5.post2", "0.4.6", "0.4.6.post5"):
+        with pytest.raises(UnsupportedSettingError) as refused:
+            fit(Deployment(model="qwen3-8b", gpu=gpu, engine="sglang", engine_version=release))
+        assert refused.value.field == "engine_version" and "before 0.3.5.post2 or after 0.4.7" in refused.value.allowed
+    for release in ("0.3.5.post1", "0.5.3"):  # reads no GPU memory; falls back to torch.cuda.mem_get_info()
+        assert fit(Deployment(model="qwen3-8b", gpu=gpu, engine="sglang", engine_version=release)).fits
+    assert fit(Deployment(model="qwen3-8b", gpu="h100-sxm", engine="sglang", engine_version="0.4.6")).fits

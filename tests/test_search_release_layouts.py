@@ -1,6 +1,6 @@
 """The search's layouts are the ones the planned engine release launches: a parallel size above 1 needs its
-flag at that release (engine_flags.yaml first_release, as fit and perf refuse it), so SGLang before 0.4.7 (no
---pp-size: flags-sglang-wheels-pp-size-v047) gets no pipeline stages. The search plans the newest release (no
+flag at that release (engine_flags.yaml first_release, as fit and perf refuse it), so SGLang before 0.4.6.post2 (no
+--pp-size: flags-sglang-wheels-pp-size-v046-post2) gets no pipeline stages. The search plans the newest release (no
 engine_version in a SearchRequest); a base deployment that states one is planned at it."""
 
 import pytest
@@ -25,7 +25,7 @@ def _stages(catalog, release: str | None) -> set[int]:
     return {pp for _, pp, *_ in _layouts(catalog, base, _four_h100_pcie(catalog), catalog.engine("sglang"), REQ)}
 
 
-def test_sglang_before_047_is_searched_without_pipeline_stages(catalog):
+def test_sglang_before_046_post2_is_searched_without_pipeline_stages(catalog):
     assert max(_stages(catalog, "0.5.6")) > 1 and max(_stages(catalog, None)) > 1
     # 0.4.6: no TP 2 x PP 2, and TP 4 would leave the NVLink pair (the search keeps tensor parallelism inside it)
     assert _stages(catalog, "0.4.6") <= {1}
@@ -40,3 +40,13 @@ def test_a_split_the_release_cannot_launch_gives_way_to_one_it_can(catalog):
     layouts = [(2, 2, 1, False, 1)]
     assert _launchable(catalog, layouts, "sglang", p, 1, "0.5.6") == layouts
     assert all(pp == 1 for _, pp, *_ in _launchable(catalog, layouts, "sglang", p, 1, "0.4.6"))
+
+
+def test_sglang_046_post2_launches_pipeline_stages(catalog):
+    """0.4.6.post2 adds --pp-size: a post release is the flag's first, so 0.4.6 and 0.4.6.post1 are still refused."""
+    assert max(_stages(catalog, "0.4.6.post2")) > 1 and _stages(catalog, "0.4.6.post1") <= {1}
+    split = Deployment(model="llama-3.1-70b", gpu="h200-sxm", engine="sglang", engine_version="0.4.6.post2",
+                       tensor_parallel_size=4, pipeline_parallel_size=2)
+    assert plan_memory(split, catalog).settings.memory_fraction > 0
+    with pytest.raises(UnsupportedSettingError):
+        plan_memory(split.model_copy(update={"engine_version": "0.4.6.post1"}), catalog)

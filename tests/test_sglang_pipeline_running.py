@@ -65,16 +65,24 @@ def test_one_stage_runs_the_whole_cap():
     assert fit(_pp(gpus=1, pipeline_parallel_size=1, max_num_seqs=101)).running_cap == 101
 
 
-def test_a_pipeline_before_0_4_7_is_refused_naming_the_release():
-    # 0.4.6's ServerArgs has no pp_size (engine_flags.yaml: --pp-size from 0.4.7); one stage needs no flag
-    with pytest.raises(UnsupportedSettingError) as e:
-        fit(_pp(engine_version="0.4.6"))
-    assert e.value.field == "pipeline_parallel_size" and "engine_version 0.4.6" in str(e.value)
-    assert e.value.allowed == "1, or engine_version 0.4.7 or later"
+def test_a_pipeline_before_0_4_6_post2_is_refused_naming_the_release():
+    # 0.4.6.post1's ServerArgs has no pp_size (engine_flags.yaml: --pp-size from 0.4.6.post2); one stage needs no flag
+    for release in ("0.4.6", "0.4.6.post1"):
+        with pytest.raises(UnsupportedSettingError) as e:
+            fit(_pp(engine_version=release))
+        assert e.value.field == "pipeline_parallel_size" and f"engine_version {release}" in str(e.value)
+        assert e.value.allowed == "1, or engine_version 0.4.6.post2 or later"
     assert fit(_pp(engine_version="0.4.6", pipeline_parallel_size=1)).parallel.pipeline_parallel_size == 1
 
 
-def test_a_layout_left_to_the_plan_takes_no_pipeline_before_0_4_7(catalog):
+def test_0_4_6_post2_divides_its_cap_over_the_micro_batches():
+    # 0.4.6.post2 scheduler.py lines 306-309: max(max_running_requests // pp_size, 1) a micro-batch
+    r = fit(_pp(engine_version="0.4.6.post2", max_num_seqs=101, concurrency=101))
+    assert r.running_cap == 100 and r.queued_sequences == 1
+
+
+def test_a_layout_left_to_the_plan_takes_no_pipeline_before_0_4_6_post2(catalog):
     flags = flags_for(catalog, "sglang")
+    assert not flags.launches_split(1, 2, "0.4.6.post1") and flags.launches_split(1, 2, "0.4.6.post2")
     assert not flags.launches_split(1, 2, "0.4.6") and flags.launches_split(1, 2, "0.4.7")
     assert flags.launches_split(2, 1, "0.4.6") and flags.launches_split(1, 2, None)

@@ -1,7 +1,8 @@
 """SGLang's default mem_fraction_static by release before 0.4.7: the sglang-tp-fraction-table rule's
 memory_fraction_by_tp entries, read from the wheels (mr-sglang-wheels-tp-fraction-v020-v026 ... -v040-v046). TP 8:
 0.84 in 0.2.0-0.2.6, 0.83 in 0.2.7-0.3.5, 0.82 in 0.3.6, 0.81 from 0.4.0; above 80 GiB from 0.4.5.post3 the GPU's
-memory less 13 GiB, from 0.4.6.post2 0.88 raised by 48 GiB x 0.12 / total, at most the total less 18 GiB."""
+memory less 13 GiB; from 0.4.6.post2 0.88 above 80 GiB, above 96 GiB raised by 48 GiB x 0.12 / total, at most the
+total less 18 GiB."""
 
 import pytest
 
@@ -47,6 +48,29 @@ def test_large_gpus_take_the_fraction_from_memory_from_0453(catalog):
     assert _fraction(catalog, "0.4.6.post1", "h200-sxm") == pytest.approx((total - 13 * GiB) / total)
     assert _fraction(catalog, "0.4.6.post2", "h200-sxm") == pytest.approx(
         min(0.88 + 48 * GiB * 0.12 / total, (total - 18 * GiB) / total))
+
+
+@pytest.mark.parametrize("gpu", ["h100-nvl", "rtx-pro-6000-blackwell"])
+def test_between_80_and_96_gib_the_fraction_ignores_tp(catalog, gpu):
+    total = fit(Deployment(model="llama-3.1-70b", gpu=gpu, tensor_parallel_size=8), catalog).gpu_memory_bytes
+    assert 80 * GiB < total <= 96 * GiB
+    assert _fraction(catalog, "0.4.6.post2", gpu) == pytest.approx(0.88)  # TP 8 on 80 GiB or less: 0.81
+    assert _fraction(catalog, "0.4.5.post3", gpu) == pytest.approx((total - 13 * GiB) / total)
+
+
+def test_from_0462_the_table_is_keyed_on_tp_times_pp(catalog):
+    def frac(release, tp, pp):
+        d = Deployment(model="llama-3.1-70b", gpu="h100-sxm", tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                       engine="sglang", engine_version=release)
+        return plan_memory(d, catalog).settings.memory_fraction
+    assert frac("0.4.6.post2", 4, 2) == pytest.approx(0.81)  # server_args.py: parallel_size = tp_size * pp_size
+    assert frac("0.4.6.post2", 2, 2) == pytest.approx(0.85)
+    assert frac("0.4.6.post2", 4, 1) == pytest.approx(0.85)
+
+
+def test_an_underscore_post_release_keeps_its_number():
+    assert release_order("0.4.6_post2") == release_order("0.4.6.post2") == release_order("0.4.6-post2")
+    assert release_order("0.4.6_post2") > release_order("0.4.6.post1")
 
 
 def test_post_releases_follow_their_base_in_a_release_table():

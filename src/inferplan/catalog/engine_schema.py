@@ -154,10 +154,6 @@ class EngineDefaults(Frozen):
                                           "expert_intermediate", "weight_block", "expert_weight_block"], ...] = ()
     tensor_parallel_splits_source: str | None = None
     tensor_parallel_splits_note: str | None = None
-    # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated
-    # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
-    # expert's tokens to the tile), or on vector kernels that compute only the rows there are
-    # (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv); None: not stated, not padded
     # it captures decode steps as CUDA (HIP) graphs unless told not to (vLLM --enforce-eager, SGLang
     # --disable-cuda-graph): a speed figure's note says what it assumes of them
     captures_decode_graphs: bool = False
@@ -166,6 +162,10 @@ class EngineDefaults(Frozen):
     # source and counted (memory/draft_model.py); otherwise the plan says they are not counted
     draft_model_memory_counted: bool = False
     draft_model_memory_counted_source: str | None = None
+    # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated
+    # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
+    # expert's tokens to the tile), or on vector kernels that compute only the rows there are
+    # (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv); None: not stated, not padded
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None

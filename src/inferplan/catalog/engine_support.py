@@ -13,6 +13,11 @@ A ``GpuRefusal`` records GPU architectures on which an engine's releases do not 
 architecture at all, whatever the checkpoint's format (DeepSeek-V4 on TensorRT-LLM before Blackwell), or
 do not run a weight format on any model (MXFP4 on TensorRT-LLM before Hopper, which has no MoE kernel for
 it there): ``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain.
+
+An ``IntegratedGpuRefusal`` records releases that do not start on a CUDA integrated GPU (accelerators'
+``integrated_gpu``: GB10, Jetson) whatever the model, such as SGLang releases that size their defaults from
+nvidia-smi's ``memory.total``, which such a GPU reports as ``[N/A]``: ``check_engine_starts_on`` refuses the plan,
+naming engine_version and the releases outside the range.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ import datetime as dt
 from pydantic import Field, model_validator
 
 from inferplan.catalog.memory_rules import parse_engine_version, release_key
-from inferplan.catalog.provenance import Kind
+from inferplan.catalog.provenance import Kind, release_order
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
-from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.errors import CatalogError, InvalidScenarioError, UnsupportedSettingError
 
 
 class EngineReleaseRecord(Frozen):
@@ -178,6 +183,45 @@ def engine_refusal(catalog, engine: str, engine_version: str | None, architectur
                                 allowed="; or ".join(options) or "none in the catalogue")
 
 
+class IntegratedGpuRefusal(Frozen):
+    """Releases ``first_release``..``last_release`` of ``engine`` (inclusive; a post release after its base,
+    ``release_order``, and ``last_release``'s post releases inside) do not start on a CUDA integrated GPU."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id
+    first_release: str
+    last_release: str
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Kind
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _releases(self) -> "IntegratedGpuRefusal":
+        if release_order(self.last_release) < release_order(self.first_release):
+            raise ValueError("last_release is first_release or later")
+        return self
+
+    def covers(self, release: str) -> bool:
+        return release_order(self.first_release) <= release_order(release) and \
+            release_key(release) <= release_key(self.last_release)
+
+
+def check_engine_starts_on(catalog, engine: str, engine_version: str | None, accel) -> None:
+    """Refuse (field engine_version) a release that does not start on ``accel``, a CUDA integrated GPU."""
+    if not engine_version or not accel.integrated_gpu:
+        return
+    release = parse_engine_version(engine_version)[0]
+    refusal = next((r for r in catalog.integrated_gpu_refusals if r.engine == engine and r.covers(release)), None)
+    if refusal is not None:
+        name = catalog.engines.records[engine].name
+        raise UnsupportedSettingError(
+            f"{name} {release} does not start on {accel.name}, an integrated GPU: {refusal.note} (source "
+            f"{refusal.sources[0]})", field="engine_version",
+            allowed=f"a release before {refusal.first_release} or after {refusal.last_release}, or a GPU with memory "
+                    "of its own")
+
+
 def check_engine_support(catalog) -> None:
     """Every floor names a known engine, quantization and sources; no two floors share a subject."""
     seen: dict[tuple[str, str | None, str | None], str] = {}
@@ -190,6 +234,9 @@ def check_engine_support(catalog) -> None:
         if subject in seen:
             raise CatalogError(f"{where}: the same subject as {seen[subject]}", field=floor.id)
         seen[subject] = floor.id
+    for refusal in catalog.integrated_gpu_refusals:
+        check_engine_and_sources(catalog, f"integrated_gpu_refusals:{refusal.id}", refusal.id, refusal.engine,
+                                 refusal.sources)
     gpu_architectures = {a.architecture for a in catalog.accelerators}
     for refusal in catalog.gpu_refusals:
         where = f"gpu_refusals:{refusal.id}"

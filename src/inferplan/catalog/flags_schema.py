@@ -17,14 +17,14 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.launch_modes_schema import DisaggregationRule, SpeculativeRule
 from inferplan.catalog.multihost_schema import MultiHostLaunch
-from inferplan.catalog.provenance import Bytes, release_key
+from inferplan.catalog.provenance import Bytes, release_order
 from inferplan.catalog.schema import SLUG, Frozen, Software
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 
 def _reached(release: str | None, first_release: str | None) -> bool:
     """Whether ``release`` (None: the newest) is ``first_release`` or later (None: every release is)."""
-    return not (first_release and release and release_key(release) < release_key(first_release))
+    return not (first_release and release and release_order(release) < release_order(first_release))
 
 # the Deployment fields (and launch-only settings) a flag rule may carry
 Setting = Literal[
@@ -313,7 +313,7 @@ class EngineFlags(Frozen):
                        data_parallel_size: int = 1, expert_parallel: bool = False) -> bool:
         """Whether the launcher starts one instance split ``tensor_parallel_size`` × ``pipeline_parallel_size``
         ways at ``release`` (None: the newest), with ``data_parallel_size`` ranks and ``expert_parallel``: a size
-        above 1 needs its flag, there from the flag's first release (SGLang's --pp-size from 0.4.7), as do expert
+        above 1 needs its flag, there from the flag's first release (SGLang's --pp-size from 0.4.6.post2), as do expert
         parallelism (SGLang's --ep-size from 0.4.1) and data-parallel ranks run as attention data parallelism
         (``absent_parallel``); two sizes above 1 need a flag each (llama.cpp's one --split-mode is row or layer,
         not both; mlx_lm.server has neither)."""

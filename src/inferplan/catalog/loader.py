@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.mtp_rules import MtpRule
     from inferplan.catalog.eagle3_drafts import Eagle3Draft
     from inferplan.catalog.ollama_schema import OllamaRunner
-    from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
+    from inferplan.catalog.engine_support import GpuRefusal, IntegratedGpuRefusal, SupportFloor
     from inferplan.catalog.site_schema import Site
     from inferplan.catalog.quantization_schema import Quantization
     from inferplan.catalog.schema import (
@@ -96,6 +96,7 @@ SECTIONS: dict[str, str] = {
     "eagle3_drafts": "eagle3_drafts:Eagle3Draft",  # eagle3_drafts.yaml
     "engine_support": "engine_support:SupportFloor",  # engine_support.yaml
     "gpu_refusals": "engine_support:GpuRefusal",
+    "integrated_gpu_refusals": "engine_support:IntegratedGpuRefusal",
     "ollama_runners": "ollama_schema:OllamaRunner",  # ollama.yaml
 }
 
@@ -140,6 +141,7 @@ class Catalog:
     eagle3_drafts: Registry[Eagle3Draft]
     engine_support: Registry[SupportFloor]
     gpu_refusals: Registry[GpuRefusal]
+    integrated_gpu_refusals: Registry[IntegratedGpuRefusal]
     ollama_runners: Registry[OllamaRunner]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a

@@ -175,12 +175,12 @@ class MemoryRule(Frozen):
     def is_default(self) -> bool:
         return self.default or self.current_release is not None
 
-    def default_fraction(self, release: str | None, tp: int, total_bytes: float) -> float | None:
-        """The fraction this rule's releases default to at ``release`` (None: the rule's first), TP size ``tp`` and
-        ``total_bytes`` of GPU memory, where the rule sets one (None: engines.yaml's default applies)."""
+    def default_fraction(self, release: str | None, tp: int, total_bytes: float, pp: int = 1) -> float | None:
+        """The fraction this rule's releases default to at ``release`` (None: the rule's first), TP size ``tp``, PP
+        size ``pp`` and ``total_bytes`` of GPU memory, where the rule sets one (None: engines.yaml's default applies)."""
         number = parse_engine_version(release)[0] if release else self.first_release
         if self.memory_fraction_by_tp:
-            return tp_fractions_at(self.memory_fraction_by_tp, number).fraction(tp, total_bytes)
+            return tp_fractions_at(self.memory_fraction_by_tp, number).fraction(tp, total_bytes, pp)
         key = release_key(number)
         named = [f for f in self.memory_fraction_defaults if release_key(f.first_release) <= key]
         return max(named, key=lambda f: release_key(f.first_release)).value if named else None

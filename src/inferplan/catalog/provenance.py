@@ -184,7 +184,7 @@ def release_key(release: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-_POST = re.compile(r"[.-]?post(\d+)", re.IGNORECASE)
+_POST = re.compile(r"[._-]?post(\d+)", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=1024)

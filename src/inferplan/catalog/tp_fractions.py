@@ -3,7 +3,8 @@
 Each ``ReleaseTpFractions`` entry holds from its ``first_release`` to the next entry's (a post release after its
 base: ``release_order``): a table by TP size (``mem_fraction_static`` 0.89 at TP 1 in 0.2.0, 0.88 from 0.2.7) and,
 from the releases that take it from the GPU's memory above a size, what they take there instead
-(``LargeGpuFraction``: 0.4.5.post3's total less 13 GiB). ``MemoryRule.default_fraction`` picks the entry;
+(``LargeGpuFraction``: 0.4.5.post3's total less 13 GiB); from 0.4.6.post2 the table is keyed on TP x PP size
+(``by_tp_times_pp``). ``MemoryRule.default_fraction`` picks the entry;
 ``memory/settings.py`` applies the fraction.
 """
 
@@ -50,6 +51,7 @@ class ReleaseTpFractions(Frozen):
     first_release: str  # inclusive, inside the rule's range
     by_tp: tuple[TpFraction, ...] = Field(min_length=1)  # from min_tp 1 up, each to the next entry's TP size
     above_gpu_memory: tuple[LargeGpuFraction, ...] = ()  # by above_gib, ascending; the largest one exceeded applies
+    by_tp_times_pp: bool = False  # by_tp is keyed on TP x PP size, the GPUs of the whole instance
     sources: tuple[str, ...] = Field(min_length=1)
     note: str = ""
 
@@ -63,10 +65,11 @@ class ReleaseTpFractions(Frozen):
             raise ValueError(f"above_gpu_memory of {self.first_release} runs by above_gib, ascending, each once")
         return self
 
-    def fraction(self, tp: int, total_bytes: float) -> float:
-        """The fraction at TP size ``tp`` on a GPU of ``total_bytes``."""
+    def fraction(self, tp: int, total_bytes: float, pp: int = 1) -> float:
+        """The fraction at TP size ``tp`` and PP size ``pp`` on a GPU of ``total_bytes``."""
         above = [a for a in self.above_gpu_memory if total_bytes > a.above_gib * GiB]
-        return above[-1].fraction(total_bytes) if above else [t.value for t in self.by_tp if t.min_tp <= tp][-1]
+        size = tp * pp if self.by_tp_times_pp else tp
+        return above[-1].fraction(total_bytes) if above else [t.value for t in self.by_tp if t.min_tp <= size][-1]
 
 
 def tp_fractions_at(entries: tuple[ReleaseTpFractions, ...], release: str) -> ReleaseTpFractions | None:

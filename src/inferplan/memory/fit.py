@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.engine_support import check_engine_loads, check_engine_runs_model_on
+from inferplan.catalog.engine_support import check_engine_loads, check_engine_runs_model_on, check_engine_starts_on
 from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
@@ -189,6 +189,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_extensible_kv_cache(catalog, d, hw.accel)
     check_engine_runs_model_on(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
                                spec.name, planned_weight_format(catalog, d, spec), hw.accel)
+    check_engine_starts_on(catalog, engine.id, d.engine_version, hw.accel)
     d, step_note = with_step_budget(d, catalog, spec)  # a step as long as the longest prompt the engine cannot chunk
     network = network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)

@@ -77,7 +77,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
-    release_frac = rule.default_fraction(d.engine_version, tp, total_bytes) if rule else None
+    release_frac = rule.default_fraction(d.engine_version, tp, total_bytes, pp) if rule else None
     sizing = rule.measured_sizing if rule else None
     sized_off = sizing.switched_off_by(d) if sizing else None
     # a pool's KV connector the engine turns the measured sizing off with, where the switch is left to it

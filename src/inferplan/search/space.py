@@ -364,7 +364,7 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
 def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,
                 systems: int, release: str | None = None) -> list[tuple[int, int, int, bool, int]]:
     """The layouts the engine's launcher starts at ``release`` (None: the newest) (``EngineFlags.launches_split``:
-    a size above 1 needs its flag at that release, as ``fit`` and ``perf`` refuse it, so SGLang before 0.4.7 has no
+    a size above 1 needs its flag at that release, as ``fit`` and ``perf`` refuse it, so SGLang before 0.4.6.post2 has no
     pipeline stages, before 0.4.1 no expert parallelism and before 0.3.6 no attention data parallelism; llama.cpp's one ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it
     runs); one it does not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
     inside the fast-link domain — where the launcher starts that. An engine that spreads an instance over
