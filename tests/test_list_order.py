@@ -46,5 +46,7 @@ def test_models_run_by_family_then_size(catalog):
 
 
 def test_a_model_without_a_parameter_count_comes_last_of_its_family(catalog):
-    ids = [m.id for m in model_order(catalog.models) if m.family == "deepseek"]
-    assert ids[-1] == "deepseek-v4-pro" and all(m.total_params is None for m in catalog.models if m.id == "deepseek-v4-pro")
+    v3 = next(m for m in catalog.models if m.id == "deepseek-v3")
+    blank = v3.model_copy(update={"id": "deepseek-unsized", "total_params": None})
+    ids = [m.id for m in model_order([blank, *catalog.models]) if m.family == "deepseek"]
+    assert ids[-1] == "deepseek-unsized" and ids.index("deepseek-v3") < ids.index("deepseek-v4-pro")

@@ -120,15 +120,16 @@ def test_sglang_0_4_runs_its_request_table_with_one_row_more():
 
 
 def test_sglang_0_2_sizes_its_request_table_without_an_upper_bound_to_0_2_6():
-    def running(release: str) -> int:
+    def running(release: str, pool: int) -> int:
         r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="sglang", max_model_len=8192,
                            engine_version=release, concurrency=30000))
-        assert r.kv_cache_tokens == 443875, release
+        assert r.kv_cache_tokens == pool, release
         return r.running_cap
-    # 443,875 pool tokens at 8,192: int(443,875 / 8,192 x 512) = 27,742 rows, below half the pool (221,937): to
-    # 0.2.6 no cap, 27,741 run; 0.2.7-0.3.0 cap the table at 5,120 rows (5,119 run); 0.3.1 at 4,096; 0.3.3 4,096 + 1
-    assert [running(v) for v in ("0.2.0", "0.2.6", "0.2.7", "0.3.0", "0.3.1", "0.3.3")] == \
-        [27741, 27741, 5119, 5119, 4096, 4097]
-    assert any("a request table of 27,741 requests = max(443,875 / 8,192 x 512, 2048) - 1" in a
+    # at TP 1 the pool is 450,312 tokens to 0.2.6 (mem_fraction_static 0.89) and 443,875 from 0.2.7 (0.88). At
+    # 8,192: int(450,312 / 8,192 x 512) = 28,144 rows, below half the pool: to 0.2.6 no cap, 28,143 run;
+    # 0.2.7-0.3.0 cap the table at 5,120 rows (5,119 run); 0.3.1 at 4,096; 0.3.3 4,096 + 1
+    assert [running(v, p) for v, p in (("0.2.0", 450312), ("0.2.6", 450312), ("0.2.7", 443875), ("0.3.0", 443875),
+                                       ("0.3.1", 443875), ("0.3.3", 443875))] == [28143, 28143, 5119, 5119, 4096, 4097]
+    assert any("a request table of 28,143 requests = max(450,312 / 8,192 x 512, 2048) - 1" in a
                for a in fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="sglang", max_model_len=8192,
                                        engine_version="0.2.0")).assumptions)
