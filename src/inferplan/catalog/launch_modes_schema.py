@@ -79,6 +79,10 @@ class DisaggregationRule(Frozen):
     router: tuple[str | tuple[str, ...], ...] = ()
     router_file: RouterFile | None = None
     router_note: str | None = None
+    router_source: str | None = None  # where the router's command is read, where not the rule's source
+    # the image the router runs on Kubernetes where the engine's image does not ship it (None: the engine's)
+    router_image: str | None = None
+    router_image_source: str | None = None
     router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
     # what each worker listens on: the first worker's port (None: the engine's default port), the next
     # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag

@@ -185,7 +185,7 @@ def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine
     argv = discovery_argv(rule, discovery, workers) if discovery else router_argv(rule, workers)
     config = router_file(rule, workers)
     docs: list[dict] = access_docs(app, labels) if discovery else []
-    container: dict = {"name": f"{engine}-router", "image": image, "command": list(argv[:1]), "args": list(argv[1:]),
+    container: dict = {"name": f"{engine}-router", "image": rule.router_image or image, "command": list(argv[:1]), "args": list(argv[1:]),
                        "ports": [{"name": "http", "containerPort": rule.router_port}]}
     pod: dict = {"containers": [container]}
     if discovery:
