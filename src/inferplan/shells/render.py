@@ -172,6 +172,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens"
                       + (", the max_model_len" if at_len else ""),
                       highlight=False)
+    if r.hosts_note:  # one instance wider than a host: deploy writes a command per host
+        console.print(f"  hosts: {r.hosts_note}", highlight=False)
     if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
         console.print(f"  {r.concurrency_note}", highlight=False)
     if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure
