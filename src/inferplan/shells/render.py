@@ -346,3 +346,12 @@ def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bo
         table.add_row("Payback (draws that pay back)", "—", "—", "—")
     console.print(table)
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")
+
+
+def print_launch(console: Console, text: str, notes: tuple[str, ...]) -> None:
+    """A launch command as whole lines (soft-wrapped by the terminal, so it copies as typed), then its notes."""
+    console.print("[bold]Launch (one replica cell):[/]")
+    for line in text.splitlines():
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    for note in notes:
+        console.print(f"  note: {note}", markup=False, highlight=False)
