@@ -308,7 +308,7 @@ def plan_cmd(
             render.print_uncertainty(console, uncertainty, result, currency, explain)
         elif draws:
             console.print(f"Monte Carlo: {no_draws_reason(result)}")
-        render.print_launch(console, launch.text, launch.notes)
+        render.print_launch(console, launch.text, launch.notes, explain)
 
 
 @app.command("racks")

@@ -348,10 +348,19 @@ def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bo
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")
 
 
-def print_launch(console: Console, text: str, notes: tuple[str, ...]) -> None:
-    """A launch command as whole lines (soft-wrapped by the terminal, so it copies as typed), then its notes."""
+LAUNCH_LINES = 3  # the launch lines plan prints by default: one host's part of a script over several hosts
+
+
+def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: bool = False) -> None:
+    """A launch command as whole lines (soft-wrapped by the terminal, so it copies as typed), then its notes; a
+    script over several hosts its first host's part unless ``explain``, to keep the answer on one screen."""
     console.print("[bold]Launch (one replica cell):[/]")
-    for line in text.splitlines():
+    lines = text.splitlines()
+    shown = lines if explain else lines[:LAUNCH_LINES]
+    for line in shown:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
+    if len(shown) < len(lines):
+        console.print(f"  … {len(lines) - len(shown)} more lines: --explain prints the whole script (--json: deploy)",
+                      highlight=False)
     for note in notes:
         console.print(f"  note: {note}", markup=False, highlight=False)
