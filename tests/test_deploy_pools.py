@@ -97,7 +97,7 @@ def test_a_disaggregated_pick_carries_the_router_note(catalog):
     cell = _cell(catalog, "vllm", "qwen3-8b", "bf16")
     launch = launch_text(catalog, cell.deployment(4096), cell, prefill=(cell.deployment(4096), cell, 1))
     assert any(n.startswith("router:") for n in launch.notes)
-    assert "toy_proxy_server.py" in launch.text.splitlines()[-1]
+    assert launch.text.splitlines()[-1].startswith("vllm-router --vllm-pd-disaggregation")
 
 
 def test_amd_workers_are_pinned_with_the_rocm_variable(catalog):

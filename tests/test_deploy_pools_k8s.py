@@ -103,3 +103,20 @@ def test_engines_whose_peers_use_the_pods_own_address_keep_several_prefill_pods(
     d = DEP.model_copy(update={"engine": engine})
     plan = pools_plan(d, PrefillLayout(prefill_instances=2, replicas=2), catalog, output_format="k8s")
     assert _services(plan.manifest)["prefill"]
+
+
+def test_the_vllm_router_pod_runs_a_router_its_image_ships(catalog):
+    """vLLM's toy proxy lives under tests/, which the vllm/vllm-openai image does not copy: the router pod runs
+    vllm-router from its own image, one --prefill and one --decode URL per pool Service."""
+    d = Deployment(model="qwen3-8b", gpu="h100-sxm", engine="vllm", max_model_len=4096)
+    plan = pools_plan(d, PrefillLayout(prefill_instances=2, replicas=1), catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    router = next(x for x in docs if x["kind"] == "Deployment" and x["metadata"]["name"].endswith("-router"))
+    container = router["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "vllm/vllm-router:nightly" != plan.image
+    assert container["command"] == ["vllm-router"]
+    assert not any(a.startswith("tests/") or a.endswith(".py") for a in container["args"])
+    services = _services(plan.manifest)
+    for role in ("prefill", "decode"):
+        url = container["args"][container["args"].index(f"--{role}") + 1]
+        assert url == f"http://{services[role]['metadata']['name']}:{services[role]['spec']['ports'][0]['port']}"

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from inferplan.catalog.launch_modes_schema import DisaggregationRule, SpeculativeRule
+from inferplan.catalog.launch_modes_schema import DisaggregationRule, ModelCache, SpeculativeRule
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.provenance import Bytes, release_order
 from inferplan.catalog.schema import SLUG, Frozen, Software
@@ -288,6 +288,9 @@ class EngineFlags(Frozen):
     runner_env: tuple[RunnerEnv, ...] = ()  # the environment that picks a model runner (empty: no choice to make)
     software_launch: tuple[SoftwareLaunch, ...] = ()  # what the launch adds on one software stack
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
+    # a container of more than one GPU (tensor-parallel ranks share tensors through /dev/shm); None: shm_bytes
+    shm_bytes_multi_gpu: Bytes | None = None
+    model_cache: ModelCache | None = None  # where a container downloads the checkpoint (a pod's model cache)
     health_path: str = Field(pattern=r"^/")
     health_source: str
     accepted: tuple[str, ...] = Field(min_length=1)  # every argument name the parser accepts
@@ -434,6 +437,7 @@ def check_engine_flags(catalog) -> None:
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *(r.switches_source for r in flags.settings.values() if r.switches_source),
+                 *([flags.model_cache.source, flags.model_cache.download_bytes_per_s.source] if flags.model_cache else []),
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),
@@ -442,7 +446,8 @@ def check_engine_flags(catalog) -> None:
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source, flags.disaggregation.peer_address.source,
-                    *filter(None, [flags.disaggregation.peer_address.router_source])) if flags.disaggregation else ()),
+                    *filter(None, [flags.disaggregation.peer_address.router_source, flags.disaggregation.router_source,
+                                   flags.disaggregation.router_image_source])) if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
                     *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
                     *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))

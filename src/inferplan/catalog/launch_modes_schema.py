@@ -6,7 +6,7 @@ engine's options file, each field filled from the planned draft. Prefill/decode 
 (``DisaggregationRule``) is each role's flags, the router that joins the pools (its command and, where it
 reads one, its config file, ``RouterFile``), the ports each worker needs its own of, and how a worker
 tells its peers its address (``PeerAddress``); a router that finds the pools' pods itself on Kubernetes
-is ``discovery_schema.py``.
+is ``discovery_schema.py``. Where a container keeps its downloads (``ModelCache``) is the record's too.
 """
 
 from typing import Literal
@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from inferplan.catalog.discovery_schema import PodDiscovery
+from inferplan.catalog.provenance import BytesPerS
 from inferplan.catalog.schema import Frozen
 
 
@@ -79,6 +80,10 @@ class DisaggregationRule(Frozen):
     router: tuple[str | tuple[str, ...], ...] = ()
     router_file: RouterFile | None = None
     router_note: str | None = None
+    router_source: str | None = None  # where the router's command is read, where not the rule's source
+    # the image the router runs on Kubernetes where the engine's image does not ship it (None: the engine's)
+    router_image: str | None = None
+    router_image_source: str | None = None
     router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
     # what each worker listens on: the first worker's port (None: the engine's default port), the next
     # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag
@@ -94,3 +99,13 @@ class DisaggregationRule(Frozen):
     def connector(self, role: str) -> str | None:
         """The KV connector a ``role`` worker launches with (its ``kv_connector``; None: none named)."""
         return self.roles[role].get("kv_connector") if role in self.roles else None
+
+
+class ModelCache(Frozen):
+    """Where the engine's container downloads a checkpoint (a Kubernetes pod mounts its model cache there), the
+    variable it reads a Hugging Face token from, and the download rate a pod's start-up window assumes."""
+
+    path: str = Field(pattern=r"^/")
+    token_env: str | None = None
+    source: str
+    download_bytes_per_s: BytesPerS

@@ -2,9 +2,10 @@
 
 Built as dicts and written with ``yaml.safe_dump``: one pod per serving instance (its GPUs
 requested and limited through the vendor's device-plugin resource), as many replicas as the plan
-has instances, a memory-backed /dev/shm, the engine's image and a readiness probe on its health
-path. Image, shared-memory size, health path and resource names are data
-(``catalog/data/engine_flags.yaml``). A command that reads an options file (TensorRT-LLM's
+has instances, a memory-backed /dev/shm (larger for a pod of several GPUs, ``shm_bytes_multi_gpu``), the
+engine's image, its model cache and Hugging Face token (``deploy.model_cache``), a startup probe whose window
+covers the checkpoint's download and load, and a readiness probe on its health path. Image, shared-memory
+size, download directory, health path and resource names are data (``catalog/data/engine_flags.yaml``). A command that reads an options file (TensorRT-LLM's
 ``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``. An instance
 over several hosts (``deploy.nodes``) runs as a LeaderWorkerSet instead, one pod per host
 (``deploy.lws``), with a Service on the leaders.
@@ -13,6 +14,7 @@ over several hosts (``deploy.nodes``) runs as a LeaderWorkerSet instead, one pod
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 import yaml
@@ -32,29 +34,35 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import instance_gpus
+from inferplan.deploy.model_cache import (PROBE_PERIOD_S, CacheVolume, cache_comment, cache_parts, cache_volume,
+                                          checkpoint_bytes, startup_failures)
 from inferplan.units import GiB, MiB
 
-READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs
 OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
-READINESS_FAILURES = 180  # assumed: 30 minutes of failed probes (large checkpoints load slowly) before not-ready
+READINESS_FAILURES = 3  # Kubernetes' default: once started, three failed probes take the pod out of the Service
 # the downward API's field of a pod's own IP, given to a container as an environment variable (Kubernetes docs,
 # https://kubernetes.io/docs/tasks/configure-pod-container/environment-variable-expose-pod-information/)
 POD_IP_FIELD = "status.podIP"
 
 
 def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
-                        speculative: Speculative | None = None, name: str | None = None) -> str:
+                        speculative: Speculative | None = None, name: str | None = None,
+                        model_cache: str | None = None) -> str:
     """YAML documents for ``d``: an apps/v1 Deployment and a v1 Service, after a v1 ConfigMap holding
     the command's options file when it has one."""
-    return manifest_parts(d, catalog or load_catalog(), role=role, speculative=speculative, name=name)[0]
+    return manifest_parts(d, catalog or load_catalog(), role=role, speculative=speculative, name=name,
+                          model_cache=model_cache)[0]
 
 
 def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
               name: str | None = None, pod_names: bool = False,
-              annotations: dict[str, str] | None = None) -> tuple[str, EngineImage, LaunchCommand]:
+              annotations: dict[str, str] | None = None,
+              model_cache: str | None = None) -> tuple[str, EngineImage, LaunchCommand]:
     """The manifest's YAML, the image its pods run (``deploy.image``) and the command they run; ``pod_names``: the pods as a StatefulSet
     behind a headless Service, so each is reached at its own stable name (``pod_address``); ``annotations``: on
-    each pod (what a router that finds the pods reads from them)."""
+    each pod (what a router that finds the pods reads from them); ``model_cache``: the pods' model cache
+    (``deploy.model_cache``: ``pvc:NAME`` or a node path; None: the default claim)."""
+    cache = cache_volume(model_cache)
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR,
@@ -76,6 +84,8 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
         raise InvalidScenarioError(f"{hw.gpus} GPUs are not a whole number of {per_pod}-GPU instances "
                                    "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
     app = name or _name(command, d)
+    download = checkpoint_bytes(d, catalog)
+    pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1)
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
 
@@ -84,7 +94,7 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
             steps = client_steps(ollama.ready, command.then, here_document(command.files[0]) if command.files else None)
             return ollama_pod("\n".join(steps), argv, _env(command.env, flags), image.image, resource.resource, gpus,
                               command.port, ollama)
-        return _pod(command, flags, image.image, resource.resource, gpus, f"{app}-options", argv, serves)
+        return _pod(command, flags, image.image, resource.resource, gpus, f"{app}-options", argv, serves, pod_setup)
 
     if command.hosts > 1:  # one pod per host, as a LeaderWorkerSet group
         head, worker = command.host_commands[0], command.host_commands[1]
@@ -106,7 +116,9 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files and not ollama else []
-    return yaml.dump_all([*options, workload, service], Dumper=ManifestDumper, sort_keys=False), image, command
+    text = yaml.dump_all([*options, workload, service], Dumper=ManifestDumper, sort_keys=False)
+    comment = cache_comment(cache, download) if flags.model_cache is not None and ollama is None else ""
+    return comment + text, image, command
 
 
 def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False,
@@ -143,33 +155,48 @@ ManifestDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
+@dataclass(frozen=True)
+class PodSetup:
+    """What every pod of a manifest shares: its model cache, its startup probe's window, and whether it holds
+    more than one GPU (its /dev/shm: ``shm_bytes_multi_gpu``)."""
+
+    cache: CacheVolume
+    startup_failures: int
+    multi_gpu: bool
+
+
 def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str,
-         argv: tuple[str, ...], serves: bool) -> dict:
-    """A pod that runs ``argv`` on ``gpus`` GPUs; ``serves``: it listens on the API port (a readiness probe on
-    the engine's health path), not a worker host of a multi-host instance."""
-    volumes, mounts = [], []
+         argv: tuple[str, ...], serves: bool, setup: PodSetup) -> dict:
+    """A pod that runs ``argv`` on ``gpus`` GPUs, its model cache mounted (``deploy.model_cache``); ``serves``: it
+    listens on the API port (a startup probe sized to the checkpoint's download, then a readiness probe on the
+    engine's health path), not a worker host of a multi-host instance."""
+    volumes, mounts, env = cache_parts(flags, setup.cache)
     if command.files:
         volumes.append({"name": "options", "configMap": {"name": options_map}})
         mounts.append({"name": "options", "mountPath": OPTIONS_DIR, "readOnly": True})
-    if flags.shm_bytes is not None:
-        size = _quantity(flags.shm_bytes.value)
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
+    shm = flags.shm_bytes_multi_gpu if setup.multi_gpu and flags.shm_bytes_multi_gpu else flags.shm_bytes
+    if shm is not None:
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _quantity(shm.value)}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     launcher = len(flags.launcher)
+    def probe(failures: int) -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
+        return {"httpGet": {"path": flags.health_path, "port": "http"}, "periodSeconds": PROBE_PERIOD_S,
+                "failureThreshold": failures}
+
     container = {
         "name": flags.engine,
         "image": image,
         "command": list(flags.image_launcher or argv[:launcher]),
         "args": list(argv[launcher:]),
-        **({"env": _env(command.env, flags)} if command.env else {}),
+        **({"env": [*_env(command.env, flags), *env]} if command.env or env else {}),
         "ports": [{"name": "http", "containerPort": command.port}, *_peer_ports(command, flags)],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,
-        "readinessProbe": {"httpGet": {"path": flags.health_path, "port": "http"},
-                           "periodSeconds": READINESS_PERIOD_S, "failureThreshold": READINESS_FAILURES},
+        "startupProbe": probe(setup.startup_failures),
+        "readinessProbe": probe(READINESS_FAILURES),
     }
     if not serves:
-        del container["ports"], container["readinessProbe"]
+        del container["ports"], container["readinessProbe"], container["startupProbe"]
     return {"containers": [container], "volumes": volumes}
 
 
@@ -218,7 +245,8 @@ class LaunchPlan(Output):
 
 
 def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",
-                role: Role = "both", speculative: Speculative | None = None) -> LaunchPlan:
+                role: Role = "both", speculative: Speculative | None = None,
+                model_cache: str | None = None) -> LaunchPlan:
     """The launch command of ``d`` and, for ``k8s``, the manifest that runs it; refused where ``fit`` or
     ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
@@ -230,5 +258,5 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image, _ = manifest_parts(d, catalog, role=role, speculative=speculative)
+    manifest, image, _ = manifest_parts(d, catalog, role=role, speculative=speculative, model_cache=model_cache)
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

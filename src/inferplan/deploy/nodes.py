@@ -28,10 +28,8 @@ from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.hardware import resolve_hardware
-from inferplan.memory.layout import host_gpus, instance_gpus, rack_of
+from inferplan.memory.host_span import HostSplit, host_split, spans_hosts_note
 
-HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"
 WORKER_VARIABLE = "HOST{}_IP"  # host i's address, where host 0 names the others (llama.cpp's --rpc)
 OWN_VARIABLE = "HOST_IP"  # the address of the host a line runs on (a pool worker's, told to its peers)
@@ -51,17 +49,6 @@ class Addressing:
 SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of host 0}}"')
 # the variables LWS sets in every pod of a group (flags-lws-examples): the leader's address, the pod's index
 LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
-
-
-@dataclass(frozen=True)
-class HostSplit:
-    """An instance's GPUs over the hosts it needs."""
-
-    gpus: int  # the instance's (TP × PP × DP)
-    hosts: int
-    gpus_per_host: int  # of the instance, on each host
-    host_gpus: int  # one host holds
-    what: str  # the host, in words
 
 
 class HostCommand(Output):
@@ -84,44 +71,12 @@ class HostsLaunch:
     notes: tuple[str, ...]
 
 
-def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
-    """How one instance of ``d`` is spread over hosts; None when it fits one (or its hosts are not in the
-    catalogue: a rack's that records no ``os_host_gpus``). A rack's OS host is its compute tray (a GB200
-    NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
-    hw = resolve_hardware(catalog, d)
-    gpus = instance_gpus(d)
-    rack = hw.system if hw.system is not None else rack_of(catalog, hw)
-    tray = rack.os_host_gpus if rack is not None else None
-    if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
-        return None
-    host = int(tray.value) if tray is not None else host_gpus(hw)
-    if tray is not None:  # a rack whose NVLink domain is more than one OS host: the launch is per host
-        what = f"one {rack.name} compute tray"
-    elif hw.system is not None:
-        what = f"one {hw.system.name}"
-    else:
-        what = f"one host's {host}-GPU {'PCIe server' if hw.pcie_server_gpus > hw.domain_gpus else 'scale-up domain'}"
-    if gpus <= host:
-        return None
-    hosts = -(-gpus // host)
-    return HostSplit(gpus, hosts, -(-gpus // hosts), host, what)
-
-
 def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
     """For one side of a disaggregated deployment (whose workers are written for one host each): a note when
     its instance needs more than one host."""
     split = host_split(d, catalog)
     return () if split is None else (f"{spans_hosts_note(split, d)}, which this one-host worker does not start: "
                                      "state a layout that fits one host",)
-
-
-def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
-    rank = f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}"
-    dp = d.data_parallel_size or 1
-    what = (f"{dp} data-parallel ranks of {split.gpus // dp} GPUs ({rank}), {split.gpus} GPUs in all, are" if dp > 1
-            else f"one instance of {split.gpus} GPUs ({rank}) is")
-    return (f"{what} more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
-            f"{split.gpus_per_host} GPUs each")
 
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],

@@ -90,10 +90,11 @@ class PoolsPlan(Output):
 
 
 def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = None, *,
-               output_format: Literal["shell", "k8s"] = "shell", speculative: Speculative | None = None) -> PoolsPlan:
+               output_format: Literal["shell", "k8s"] = "shell", speculative: Speculative | None = None,
+               model_cache: str | None = None) -> PoolsPlan:
     """``pools.replicas`` decode instances of ``d`` behind ``pools.prefill_instances`` prefill instances
     (``prefill_deployment``), each refused where ``fit`` or ``perf`` refuse it; ``speculative``: the decode
-    pool's drafts. An engine without prefill/decode disaggregation is refused naming ``prefill_instances``."""
+    pool's drafts; ``model_cache``: the pods' model cache (``deploy.model_cache``). An engine without prefill/decode disaggregation is refused naming ``prefill_instances``."""
     catalog = catalog or load_catalog()
     d = with_default_engine(d, catalog)
     flags = engine_flags(catalog, d.engine)
@@ -120,11 +121,11 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
         return plan.model_copy(update={"launch": pools_launch(
             catalog, pre, d, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas,
             decode_speculative=speculative, host_gpus=host_gpus)})
-    return plan.model_copy(update=_pools_manifest(catalog, pre, d, pools, speculative))
+    return plan.model_copy(update=_pools_manifest(catalog, pre, d, pools, speculative, model_cache))
 
 
 def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools: PrefillLayout,
-                    speculative: Speculative | None) -> dict:
+                    speculative: Speculative | None, model_cache: str | None = None) -> dict:
     """Each pool's manifest (``deploy.manifest``: a Deployment of its instances, its Service), then the router's."""
     flags = engine_flags(catalog, decode.engine)
     rule = flags.disaggregation
@@ -148,7 +149,7 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
                          "prefill at the host the router names)", instead="")
         annotations = prefill_annotations(rule, discovery) if discovery and role == "prefill" else None
         text, image, command = manifest_parts(pool, catalog, role=role, speculative=spec, pod_names=pod_names,
-                                         annotations=annotations)
+                                              annotations=annotations, model_cache=model_cache)
         texts.append(text)
         commands.append(command)
         service = next(doc for doc in yaml.safe_load_all(text) if doc["kind"] == "Service")
@@ -185,7 +186,7 @@ def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine
     argv = discovery_argv(rule, discovery, workers) if discovery else router_argv(rule, workers)
     config = router_file(rule, workers)
     docs: list[dict] = access_docs(app, labels) if discovery else []
-    container: dict = {"name": f"{engine}-router", "image": image, "command": list(argv[:1]), "args": list(argv[1:]),
+    container: dict = {"name": f"{engine}-router", "image": rule.router_image or image, "command": list(argv[:1]), "args": list(argv[1:]),
                        "ports": [{"name": "http", "containerPort": rule.router_port}]}
     pod: dict = {"containers": [container]}
     if discovery:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
+from inferplan.economics.capacity import CellCapacity, LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
 from inferplan.economics.plan_inputs import Hardware
 from inferplan.economics.pools import InstanceShape, PrefillSizing, prefill_sizing
 from inferplan.economics.rent_route import CellSpace
@@ -86,6 +86,19 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
     d = with_scenario_drafts(catalog, s, d)
     check_ranks_share_experts(catalog, d)  # ranks without expert parallelism: vLLM's MoE group over TP x DP
     return d
+
+
+def cell_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile, cell: CellCapacity, *,
+                    system: str | None = None) -> Deployment:
+    """The replica cell a plan sized, as the Deployment its launch takes: the scenario's model, format, engine and
+    drafts at the workload's request length, on the cell's GPUs in its parallel layout; ``system``: the system
+    id where the cell spans several of them (its hosts)."""
+    where = {"system": system, "gpu": None} if system else {}
+    return _base_deployment(catalog, s, accelerator, w).model_copy(update={
+        **where, "gpus": cell.gpus, "tensor_parallel_size": cell.tensor_parallel_size,
+        "pipeline_parallel_size": cell.pipeline_parallel_size,
+        "data_parallel_size": cell.data_parallel_size if cell.expert_parallel or cell.data_parallel_size > 1 else None,
+        "enable_expert_parallel": cell.expert_parallel, "max_num_seqs": cell.stated_max_num_seqs})
 
 
 def size_loadouts(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> Sizing:

@@ -93,6 +93,8 @@ class MemoryFit(BaseModel):
     assumptions: tuple[str, ...]
     # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
     layout_note: str | None = None
+    # an instance wider than one host holds: the hosts it spans, as deploy writes them (memory/host_span.py)
+    hosts_note: str | None = None
     # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
     suggestions: tuple[FitSuggestion, ...] = ()
     # when it does not fit and no weight offload would either, or the host RAM is short and nothing is suggested:

@@ -23,6 +23,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.host_span import host_split, spans_hosts_note
 from inferplan.memory.host_suggest import held_tier, host_note, smaller_kv_tier, tier_words
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
@@ -42,10 +43,17 @@ from inferplan.memory.smaller_builds import weights_bytes
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
                    speculative_method: str | None = None, draft_model: str | None = None) -> MemoryFit:
     """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit; with speculative decoding
-    (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
+    (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it; with
+    ``hosts_note`` where one instance spans more than one host."""
     catalog = catalog or load_catalog()
-    asked = d
-    d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method, draft_model)
+    planned = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method,
+                               draft_model)
+    result = _fit_or_suggest(planned, d, catalog)
+    split = host_split(planned, catalog)
+    return result if split is None else result.model_copy(update={"hosts_note": spans_hosts_note(split, planned)})
+
+
+def _fit_or_suggest(d: Deployment, asked: Deployment, catalog: Catalog) -> MemoryFit:
     check_step_budget(d, catalog)  # a longest prompt the engine refuses is refused as the launch command refuses it
     mp = plan_memory(d, catalog)
     if mp.result.fits:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inferplan.catalog.loader import Catalog
+from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.ollama import named_build
 from inferplan.deploy.command import Speculative, launch_command
 from inferplan.deploy.pools import pools_launch
 from inferplan.deploy.pools_plan import prefill_deployment
+from inferplan.economics.plan import PlanResult
+from inferplan.economics.scenario import Scenario
+from inferplan.economics.sizing import cell_deployment
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import workload
@@ -31,35 +34,76 @@ class LaunchText:
     notes: tuple[str, ...] = ()
 
 
-def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 1,
-                prefill: tuple[Deployment, Cell, int] | None = None, decode_instances: int = 1,
+@dataclass(frozen=True)
+class LaunchLayout:
+    """What a launch takes of a sized replica cell (a search's ``Cell``, the cell ``plan`` sized): its GPUs and
+    parallel layout, its drafts, and the GPUs of the system it runs on (None: bare GPUs)."""
+
+    gpus: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel: bool
+    speculative: Speculative | None = None
+    system_gpus: int | None = None
+
+
+def cell_layout(cell: Cell) -> LaunchLayout:
+    """A search cell's launch layout."""
+    system = cell.platform.system
+    return LaunchLayout(
+        cell.gpus, cell.tensor_parallel_size, cell.pipeline_parallel_size, cell.data_parallel_size, cell.expert_parallel,
+        Speculative(method=cell.speculative_method, tokens=cell.speculative_tokens, draft_model=cell.draft_model)
+        if cell.speculative_tokens else None, system.accelerator_count if system is not None else None)
+
+
+def launch_text(catalog: Catalog, d: Deployment, cell: Cell | LaunchLayout, *, replicas: int = 1,
+                prefill: tuple[Deployment, Cell | LaunchLayout, int] | None = None, decode_instances: int = 1,
                 host_gpus: int | None = None) -> LaunchText:
     """The command that starts one of the ``replicas`` instances (``deploy.launch_command``); with separate
     pools (``prefill``: the prefill instances' own deployment, cell and count), every prefill and decode
     worker pinned to its own GPUs and port on its host, and the router (``deploy.pools_launch``);
-    ``host_gpus``: the GPUs one host has (a rented instance's; default the pick's system's). A setting the
+    ``host_gpus``: the GPUs one host has (a rented instance's; default the cell's system's). A setting the
     engine's flags cannot express is said in words instead of a command."""
-    def drafts(c: Cell) -> Speculative | None:
-        return (Speculative(method=c.speculative_method, tokens=c.speculative_tokens, draft_model=c.draft_model)
-                if c.speculative_tokens else None)
-
+    layout = cell if isinstance(cell, LaunchLayout) else cell_layout(cell)
     try:
         if prefill is not None:  # the prefill instance as `deploy --prefill-instances` derives it from the decode's
             _, pre_cell, pre_instances = prefill
-            pre = prefill_deployment(d, tensor_parallel_size=pre_cell.tensor_parallel_size,
-                                     pipeline_parallel_size=pre_cell.pipeline_parallel_size,
-                                     data_parallel_size=pre_cell.data_parallel_size,
-                                     enable_expert_parallel=pre_cell.expert_parallel)
-            system = cell.platform.system
+            pre_layout = pre_cell if isinstance(pre_cell, LaunchLayout) else cell_layout(pre_cell)
+            pre = prefill_deployment(d, tensor_parallel_size=pre_layout.tensor_parallel_size,
+                                     pipeline_parallel_size=pre_layout.pipeline_parallel_size,
+                                     data_parallel_size=pre_layout.data_parallel_size,
+                                     enable_expert_parallel=pre_layout.expert_parallel)
             pools = pools_launch(catalog, pre, d, prefill_instances=pre_instances, decode_instances=decode_instances,
-                                 prefill_speculative=drafts(pre_cell), decode_speculative=drafts(cell),
-                                 host_gpus=host_gpus or (system.accelerator_count if system is not None else None))
+                                 prefill_speculative=pre_layout.speculative, decode_speculative=layout.speculative,
+                                 host_gpus=host_gpus or layout.system_gpus)
             return LaunchText(pools.script, pools.notes)
-        copies = d.model_copy(update={"gpus": cell.gpus * replicas}) if replicas > 1 and d.system is None else d
-        command = launch_command(copies, catalog, speculative=drafts(cell))
+        copies = d.model_copy(update={"gpus": layout.gpus * replicas}) if replicas > 1 and d.system is None else d
+        command = launch_command(copies, catalog, speculative=layout.speculative)
         return LaunchText(command.script, command.notes)
     except InferplanError as exc:
         return LaunchText(f"no launch command: {exc.describe()}")
+
+
+def plan_launch(catalog: Catalog | None, s: Scenario, r: PlanResult) -> LaunchText:
+    """The launch command of the replica cell ``plan`` sized (``economics.sizing.cell_deployment``), written as
+    ``search --deploy`` writes a pick's (``launch_text``): one of the replica cells the plan runs (its loadouts'
+    cells, or the ones the scenario states), and with a prefill pool both pools and their router."""
+    catalog = catalog or load_catalog()
+    c = r.capacity.cell
+    spans = r.systems_per_cell > 1 and s.platform.system is not None
+    d = cell_deployment(catalog, s, r.accelerator, r.workload, c, system=s.platform.system if spans else None)
+    spec = s.speculative
+    drafts = Speculative(method=spec.planned_method, tokens=spec.tokens, draft_model=spec.draft_model) if spec else None
+    system_gpus = r.gpus_per_system if s.platform.system is not None else None
+    layout = LaunchLayout(c.gpus, c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size,
+                          c.expert_parallel, drafts, system_gpus)
+    cells = r.stated_replicas or r.loadouts * r.capacity.cells
+    pool = s.prefill_pool
+    prefill = None if pool is None else (d, LaunchLayout(
+        pool.cell.gpus, pool.cell.tensor_parallel_size, pool.cell.pipeline_parallel_size, pool.cell.data_parallel_size,
+        pool.cell.enable_expert_parallel, drafts, system_gpus), pool.instances)
+    return launch_text(catalog, d, layout, replicas=cells, prefill=prefill, decode_instances=cells)
 
 
 def named_by_tag(catalog: Catalog, d: Deployment, names: tuple[str, ...]) -> Deployment:

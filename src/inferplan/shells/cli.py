@@ -282,6 +282,7 @@ def plan_cmd(
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
     from inferplan.economics.uncertainty import no_draws_reason, simulate
+    from inferplan.search.deploying import plan_launch
 
     currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
@@ -290,6 +291,7 @@ def plan_cmd(
     catalog = user_catalog(db)
     result = run_naming({}, plan, s, catalog)
     uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed, catalog=catalog) if draws else None
+    launch = plan_launch(catalog, s, result)  # the sized cell's command, as search --deploy writes a pick's
     if report is not None:
         from inferplan.report.files import write_report
 
@@ -298,6 +300,7 @@ def plan_cmd(
     if as_json:
         payload = result.model_dump(mode="json")
         payload["uncertainty"] = uncertainty.model_dump(mode="json") if uncertainty else None
+        payload["deploy"], payload["deploy_notes"] = launch.text, list(launch.notes)
         emit_json(payload)
     else:
         render.print_plan(console, result, currency, explain)
@@ -305,6 +308,7 @@ def plan_cmd(
             render.print_uncertainty(console, uncertainty, result, currency, explain)
         elif draws:
             console.print(f"Monte Carlo: {no_draws_reason(result)}")
+        render.print_launch(console, launch.text, launch.notes, explain)
 
 
 @app.command("racks")

@@ -25,7 +25,8 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
                 "speculative.method": "--speculative-method", "speculative.draft_model": "--draft-model",
                 "mtp_draft": "--speculative-method",  # deploy drafts with a model's MTP layers by --speculative-method mtp
                 "role": "--role", "format": "--format", "engine": "--engine", "model": "--model",
-                "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel"}
+                "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel",
+                "model_cache": "--model-cache"}
 
 
 # the speculative decoding a launch command starts (deploy, acceptance)
@@ -50,6 +51,7 @@ def deploy_cmd(
     prefill_data_parallel_size: Optional[int] = typer.Option(None, "--prefill-data-parallel-size", help="With --prefill-instances and --prefill-expert-parallel: its DP size."),
     prefill_enable_expert_parallel: Optional[bool] = typer.Option(None, "--prefill-expert-parallel/--prefill-no-expert-parallel", help="With --prefill-instances: whether the prefill instance runs expert parallelism (default the deployment's)."),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="With --prefill-instances: decode instances (default 1)."),
+    model_cache: Optional[str] = typer.Option(None, "--model-cache", help="With --format k8s: where each pod keeps the checkpoint it downloads, pvc:CLAIM_NAME or a directory on the node (default: the claim inferplan-model-cache, to be created first)."),
     host_gpus: Optional[int] = typer.Option(None, "--host-gpus", help="With --prefill-instances: GPUs one host has, e.g. a rented instance's (default the --system's, else every worker on one host)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -70,13 +72,15 @@ def deploy_cmd(
              "prefill_enable_expert_parallel": prefill_enable_expert_parallel, "replicas": replicas, "host_gpus": host_gpus}
     stated = {k: v for k, v in pools.items() if v is not None}
     if stated:
-        _pools(d, stated, output_format, role, speculative, as_json)
+        _pools(d, stated, output_format, role, speculative, as_json, model_cache)
         return
-    plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative)
+    plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative,
+                 model_cache=model_cache)
     _show(plan, (*plan.command.notes, *plan.notes), plan.command.script, as_json)
 
 
-def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json: bool) -> None:
+def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json: bool,
+           model_cache: str | None = None) -> None:
     """Separate pools (``deploy.pools_plan``): the script of every worker and the router, or their manifests."""
     from inferplan.deploy.pools_plan import pools_plan
 
@@ -88,7 +92,8 @@ def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json:
         fail("--role: separate pools start both sides; --role prints one worker of a side", field="--role",
              allowed="leave --role out with --prefill-instances")
     layout = _call(_layout, stated)
-    plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative)
+    plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative,
+                 model_cache=model_cache)
     script = plan.launch  # the shell script; under k8s the manifest, whose notes are the plan's
     _show(plan, (*(script.notes if script else ()), *plan.notes), script.script if script else "", as_json)
 

@@ -172,6 +172,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens"
                       + (", the max_model_len" if at_len else ""),
                       highlight=False)
+    if r.hosts_note:  # one instance wider than a host: deploy writes a command per host
+        console.print(f"  hosts: {r.hosts_note}", highlight=False)
     if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
         console.print(f"  {r.concurrency_note}", highlight=False)
     if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure
@@ -349,3 +351,21 @@ def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bo
         table.add_row("Payback (draws that pay back)", "—", "—", "—")
     console.print(table)
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")
+
+
+LAUNCH_LINES = 3  # the launch lines plan prints by default: one host's part of a script over several hosts
+
+
+def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: bool = False) -> None:
+    """A launch command as whole lines (soft-wrapped by the terminal, so it copies as typed), then its notes; a
+    script over several hosts its first host's part unless ``explain``, to keep the answer on one screen."""
+    console.print("[bold]Launch (one replica cell):[/]")
+    lines = text.splitlines()
+    shown = lines if explain else lines[:LAUNCH_LINES]
+    for line in shown:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    if len(shown) < len(lines):
+        console.print(f"  … {len(lines) - len(shown)} more lines: --explain prints the whole script (--json: deploy)",
+                      highlight=False)
+    for note in notes:
+        console.print(f"  note: {note}", markup=False, highlight=False)

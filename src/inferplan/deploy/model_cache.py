@@ -1,0 +1,95 @@
+"""Where a Kubernetes pod keeps the checkpoint it downloads, the Hugging Face token it downloads with, and how
+long it may take to start.
+
+Each pod mounts a model cache at the engine's download directory (``ModelCache.path`` in engine_flags.yaml:
+``/root/.cache/huggingface`` for vLLM and SGLang, as their Kubernetes and Docker guides mount it), so a restarted
+pod finds the checkpoint it fetched: a PersistentVolumeClaim the user names (``pvc:NAME``), or a directory on the
+node (an absolute path, a ``hostPath``); unnamed, the claim ``DEFAULT_CLAIM``, which must exist. The token comes
+from the Secret ``TOKEN_SECRET`` (key ``token``), marked optional so a public model starts without it. A
+startup probe holds off the readiness and liveness checks while the pod downloads and loads its weights: its
+window is the checkpoint's download at the engine record's assumed rate (``download_bytes_per_s``) plus
+``LOAD_WINDOW_S`` for loading, graph capture and warm-up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.flags_schema import EngineFlags
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.precision import planned_weight_format
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.weights import weight_bytes
+
+DEFAULT_CLAIM = "inferplan-model-cache"  # the claim a manifest mounts when none is named: create it first
+TOKEN_SECRET = "hf-token-secret"  # the Secret holding the Hugging Face token, under TOKEN_KEY (vLLM's k8s guide)
+TOKEN_KEY = "token"
+PROBE_PERIOD_S = 10  # assumed: how often the startup probe asks
+LOAD_WINDOW_S = 1800  # assumed: loading, CUDA-graph capture and warm-up after the download, 30 minutes
+ALLOWED = "pvc:CLAIM_NAME, or an absolute directory on the node (a hostPath)"
+
+
+@dataclass(frozen=True)
+class CacheVolume:
+    """The volume a pod keeps its model cache on: a PersistentVolumeClaim or a node directory."""
+
+    claim: str | None = None
+    host_path: str | None = None
+
+    def volume(self) -> dict:
+        return ({"name": "model-cache", "persistentVolumeClaim": {"claimName": self.claim}} if self.claim else
+                {"name": "model-cache", "hostPath": {"path": self.host_path, "type": "DirectoryOrCreate"}})
+
+
+def cache_volume(text: str | None) -> CacheVolume:
+    """``pvc:NAME`` or an absolute node path as the pod's model cache (None: the claim ``DEFAULT_CLAIM``)."""
+    if text is None:
+        return CacheVolume(claim=DEFAULT_CLAIM)
+    if text.startswith("pvc:") and text[4:].strip():
+        return CacheVolume(claim=text[4:].strip())
+    if text.startswith("/"):
+        return CacheVolume(host_path=text.rstrip("/") or "/")
+    raise InvalidScenarioError(f"model cache {text!r} is neither pvc:NAME nor an absolute path", field="model_cache",
+                               allowed=ALLOWED)
+
+
+def cache_parts(flags: EngineFlags, cache: CacheVolume) -> tuple[list[dict], list[dict], list[dict]]:
+    """The pod's volumes, its container's mounts and environment for the engine's model cache and token (none
+    where the engine record names no download directory)."""
+    rule = flags.model_cache
+    if rule is None:
+        return [], [], []
+    env = [{"name": rule.token_env, "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": TOKEN_KEY,
+                                                                    "optional": True}}}] if rule.token_env else []
+    return [cache.volume()], [{"name": "model-cache", "mountPath": rule.path}], env
+
+
+def checkpoint_bytes(d: Deployment, catalog: Catalog) -> float:
+    """The bytes a pod downloads: one copy of the model's weights in the planned format (0: a model the
+    catalogue cannot read)."""
+    try:
+        spec = resolve_model(catalog, d.model)
+        return weight_bytes(spec, planned_weight_format(catalog, d, spec)).total_bytes
+    except InferplanError:
+        return 0.0
+
+
+def startup_failures(flags: EngineFlags, checkpoint_bytes: float) -> int:
+    """Failed startup probes (every ``PROBE_PERIOD_S``) before the pod is restarted: the checkpoint's download at
+    the assumed rate and ``LOAD_WINDOW_S``."""
+    rule = flags.model_cache
+    download_s = checkpoint_bytes / rule.download_bytes_per_s.value if rule is not None else 0.0
+    return math.ceil((download_s + LOAD_WINDOW_S) / PROBE_PERIOD_S)
+
+
+def cache_comment(cache: CacheVolume, checkpoint_bytes: float) -> str:
+    """The YAML comment ahead of a manifest: what the model cache and token need before it is applied."""
+    size = f"{checkpoint_bytes / 1e9:,.0f} GB"
+    where = (f"# model cache: the PersistentVolumeClaim {cache.claim!r}: create it first, room for the {size} "
+             "checkpoint (ReadWriteMany where pods on several nodes share it)" if cache.claim else
+             f"# model cache: {cache.host_path} on each node, room for the {size} checkpoint")
+    return (f"{where}\n# Hugging Face token: the Secret {TOKEN_SECRET!r}, key {TOKEN_KEY!r} (optional; a gated "
+            "model needs it)\n")

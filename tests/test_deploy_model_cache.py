@@ -1,0 +1,58 @@
+"""A Kubernetes pod keeps the checkpoint it downloads on a model cache (a claim the user names, or a node
+directory), reads the Hugging Face token from an optional Secret, gets a /dev/shm sized for several GPUs, and
+has a startup window that covers the checkpoint's download at the assumed rate and its load."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from inferplan.deploy.command import engine_flags
+from inferplan.deploy.manifest import kubernetes_manifest
+from inferplan.deploy.model_cache import DEFAULT_CLAIM, LOAD_WINDOW_S, PROBE_PERIOD_S
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+
+DSV3 = Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8)
+
+
+def _pod(manifest: str) -> dict:
+    return next(x for x in yaml.safe_load_all(manifest) if x["kind"] == "Deployment")["spec"]["template"]["spec"]
+
+
+def test_a_tp8_pod_mounts_the_model_cache_and_the_token(catalog):
+    pod = _pod(kubernetes_manifest(DSV3, catalog))
+    container = pod["containers"][0]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["model-cache"]["persistentVolumeClaim"]["claimName"] == DEFAULT_CLAIM
+    assert {"name": "model-cache", "mountPath": "/root/.cache/huggingface"} in container["volumeMounts"]
+    token = next(e for e in container["env"] if e["name"] == "HUGGING_FACE_HUB_TOKEN")
+    assert token["valueFrom"]["secretKeyRef"]["optional"] is True
+    assert volumes["dshm"]["emptyDir"]["sizeLimit"] == "32Gi"  # not the one-GPU example's 2Gi
+
+
+def test_the_startup_window_covers_the_checkpoint_download(catalog):
+    container = _pod(kubernetes_manifest(DSV3, catalog))["containers"][0]
+    probe = container["startupProbe"]
+    window_s = probe["failureThreshold"] * probe["periodSeconds"]
+    rate = engine_flags(catalog, "vllm").model_cache.download_bytes_per_s.value
+    checkpoint = plan_memory(DSV3, catalog).result.weights_bytes
+    assert checkpoint > 600e9  # DeepSeek-V3's FP8 checkpoint
+    assert window_s >= checkpoint / rate + LOAD_WINDOW_S > 1800  # more than the former 30-minute limit
+    assert probe["periodSeconds"] == PROBE_PERIOD_S
+
+
+def test_the_user_names_the_cache(catalog):
+    claim = _pod(kubernetes_manifest(DSV3, catalog, model_cache="pvc:models"))
+    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}} in claim["volumes"]
+    node = _pod(kubernetes_manifest(DSV3, catalog, model_cache="/mnt/hf"))
+    assert next(v for v in node["volumes"] if v["name"] == "model-cache")["hostPath"]["path"] == "/mnt/hf"
+    with pytest.raises(InvalidScenarioError) as err:
+        kubernetes_manifest(DSV3, catalog, model_cache="models")
+    assert err.value.field == "model_cache"
+
+
+def test_a_one_gpu_pod_keeps_the_small_shm(catalog):
+    pod = _pod(kubernetes_manifest(Deployment(model="qwen3-8b", gpu="h100-sxm"), catalog))
+    assert next(v for v in pod["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] == "2Gi"

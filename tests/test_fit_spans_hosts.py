@@ -1,0 +1,21 @@
+"""fit names the hosts an instance wider than one host spans, from the same split deploy writes a command per host
+from."""
+
+from __future__ import annotations
+
+from inferplan.deploy.command import launch_command
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.suggest import fit_or_suggest
+
+TP16 = Deployment(model="llama-3.3-70b", gpu="h100-sxm", tensor_parallel_size=16)
+
+
+def test_fit_at_tp16_on_h100_says_it_spans_two_hosts(catalog):
+    fit = fit_or_suggest(TP16, catalog)
+    assert fit.fits
+    assert fit.hosts_note is not None and "2 hosts, 8 GPUs each" in fit.hosts_note
+    assert launch_command(TP16, catalog).hosts == 2  # the hosts deploy writes commands for
+
+
+def test_fit_within_one_host_names_no_hosts(catalog):
+    assert fit_or_suggest(TP16.model_copy(update={"tensor_parallel_size": 8}), catalog).hosts_note is None
