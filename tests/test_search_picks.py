@@ -51,9 +51,9 @@ def test_every_llamacpp_pick_across_systems_comes_with_its_launch_command(catalo
 
 
 def test_the_default_search_rents_gpus_one_by_one_where_that_is_cheapest(catalog):
-    """Buy or rent (the default) covers every way --rent alone would pay: one rented B200 here beats
-    any whole system rented, or bought within a $4,000 cap (an RTX PRO 6000 workstation bought
-    outright costs less a month than a rented B200, so the cap keeps it out)."""
+    """Buy or rent (the default) covers every way --rent alone would pay: two RTX PRO 6000 GPUs rented
+    one by one here beat any whole system rented, or bought within a $4,000 cap; the same GPUs rented from
+    a workstation's listing tie with them and give way to the bare GPUs (``ranking.Pick``)."""
     req = SearchRequest(models=("llama-3.3-70b",), request_rate_per_s=0.3, input_len=2000, output_len=400,
                         targets=Targets(ttft_p95_s=1, tpot_p95_s=0.04), engines=("vllm",), disaggregated=False, top=1,
                         max_capex_usd=4000.0, speculative=False)  # buying against renting, without drafts

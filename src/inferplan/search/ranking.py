@@ -42,7 +42,9 @@ class Pick:
     alike: list[str] = field(default_factory=list)  # other builds that run the head the same (``equivalent.py``)
 
     def __lt__(self, other: "Pick") -> bool:
-        return self.keys[self.at] < other.keys[other.at]
+        # at equal keys a bare GPU first: a system's GPUs rented alone are those GPUs rented (``_same_as``)
+        return (self.keys[self.at], self.cm.cell.platform.system is not None) < \
+            (other.keys[other.at], other.cm.cell.platform.system is not None)
 
     @property
     def index(self) -> int:
