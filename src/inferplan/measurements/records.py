@@ -243,6 +243,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     layout = {"pipeline_parallel_size": pp, "data_parallel_size": given.data_parallel_size,
               "enable_expert_parallel": given.enable_expert_parallel}
     gpus = given.gpus or tp * pp * (given.data_parallel_size or 1)
+    _check_data_parallel(given.data_parallel_size, gpus, tp * pp)
     return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=gpus,
                        tensor_parallel_size=tp, **layout, engine=engine,
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
@@ -253,6 +254,16 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
                                       | _file_launch(catalog, meta, given, engine, spec)
                                       | file_acceptance(meta, given.speculative_tokens)))
+
+
+def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
+    """A stated data-parallel size is the GPUs over TP × PP: a run whose GPUs say otherwise is refused (its record
+    and export take the copies from the GPUs)."""
+    if dp is not None and gpus != per_copy * dp:
+        allowed = f"{gpus // per_copy} (the {gpus} GPUs over TP x PP {per_copy})" if gpus % per_copy == 0 else \
+            f"none: {gpus} GPUs are no whole number of copies of TP x PP {per_copy}"
+        raise InvalidScenarioError(f"data parallel {dp} with TP x PP {per_copy} is {dp * per_copy} GPUs, not the "
+                                   f"{gpus} stated", field="data_parallel_size", allowed=allowed)
 
 
 def _pipeline_stages(catalog: Catalog, engine: str, given: RunProvenance, tp: int, meta: dict[str, str]) -> tuple[int, str]:
