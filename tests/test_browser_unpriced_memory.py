@@ -51,3 +51,26 @@ def test_the_memory_part_answers_where_the_plan_wants_a_price(server):
     assert view["memory_summary"] == priced["memory_summary"] and view["charts"]["memory"] == priced["charts"]["memory"]
     bad = httpx.post(server + "/api/views/memory", json={"scenario": {**UNPRICED, "model": "no-such-model"}}, timeout=60)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "scenario.model"
+
+
+def memory_planned(page, previous=None) -> str:
+    page.wait_for_function("([prev]) => document.body.dataset.memoryPlanned && document.body.dataset.memoryPlanned !== prev",
+                           arg=[previous], timeout=60000)
+    return page.evaluate("document.body.dataset.memoryPlanned")
+
+
+def test_a_refused_money_field_keeps_the_memory_answer_and_an_upper_case_currency_is_offered(page, server):
+    page.goto(server + "/?c=EUR")
+    planned(page)
+    assert page.input_value("#currency") == "eur" and "not offered" not in page.text_content("#error")
+    stamp = None
+    for field, value, path in (("#electricity", "-1", "scenario.money.electricity_usd_per_kwh"),
+                               ("#amortization_years", "0", "scenario.money.amortization")):
+        page.fill("#electricity", "")
+        page.fill("#amortization_years", "4")
+        page.fill(field, value)
+        stamp = memory_planned(page, stamp)
+        assert path in page.text_content("#error")
+        assert page.text_content("#memory-summary").startswith("Replica cell:")
+        assert page.locator("#chart-memory svg").count() == 1
+    page.problems[:] = [p for p in page.problems if "status of 422" not in p]  # the refused plans, logged

@@ -2,6 +2,8 @@
 simulate command for a burst of as many at once; a simulated closed loop that its clients start together, beside
 the approximation's steady state. A rate-driven simulation says nothing of a closed loop."""
 
+import json
+
 from typer.testing import CliRunner
 
 from inferplan.inputs.deployment import Deployment
@@ -14,11 +16,25 @@ W = Workload(input_len=512, output_len=64)
 
 
 def test_perf_says_its_steady_state_and_the_command_for_a_burst():
-    done = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "h100", "--concurrency", "32"],
+    done = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "h100", "--concurrency", "32",
+                                    "--input-len", "512", "--output-len", "64", "--max-num-seqs", "16"],
                               prog_name="inferplan", env={"COLUMNS": "200"})
     assert done.exit_code == 0
-    assert "steady state: requests arrive spread out" in done.stdout
-    assert "a burst of 32 at once: inferplan simulate --clients 32" in done.stdout
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("steady state: requests arrive spread out")]
+    command = line.split(": inferplan ", 1)[1]
+    assert command == ("simulate --model qwen3-8b --gpu h100 --max-num-seqs 16 --input-len 512 --output-len 64 "
+                       "--clients 32")
+    ran = CliRunner().invoke(app, [*command.split(), "--requests", "200"], prog_name="inferplan")  # as printed
+    assert ran.exit_code == 0, ran.stderr
+
+
+def test_perf_json_says_its_load_and_no_command_where_simulate_lacks_a_stated_setting():
+    done = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "h100", "--concurrency", "32", "--json"])
+    assert "a burst of 32 at once is a closed loop of 32 clients" in json.loads(done.stdout)["load_note"]
+    host = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--engine", "llamacpp",
+                                    "--max-model-len", "8192", "--concurrency", "4", "--n-gpu-layers", "99"],
+                              env={"COLUMNS": "200"})
+    assert "a burst of 4 at once" in host.stdout and "inferplan simulate" not in host.stdout, host.stdout
 
 
 def test_a_closed_loop_simulation_says_its_clients_start_together(catalog):

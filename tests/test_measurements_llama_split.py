@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.shells.cli import app
 
@@ -52,3 +53,41 @@ def test_a_file_model_the_catalogue_lacks_names_the_model_flag(tmp_path):
     done = CliRunner().invoke(app, ["measurements", "import", str(path), "--gpu", "RTX 3090", "--db",
                                     str(tmp_path / "m.db")], prog_name="inferplan")
     assert done.exit_code == 2 and "state the one the run served as --model" in done.stderr, done.stderr
+
+
+def _with_split(split: str) -> tuple[str, bytes]:
+    text = (DATA / "llama_bench.json").read_text().replace('"split_mode": "layer"', f'"split_mode": "{split}"')
+    return f"lb_{split}.json", text.encode()
+
+
+EIGHT_B = RunProvenance(model="llama-3.1-8b", gpu="rtx-4090", gpus=2)
+
+
+def test_the_files_layer_split_is_a_stage_per_gpu(catalog):
+    (run,) = read_runs(catalog, [_with_split("layer")], EIGHT_B)
+    assert (run.tensor_parallel_size, run.pipeline_parallel_size) == (1, 2) and "split_mode is layer" in run.note
+
+
+@pytest.mark.parametrize("split", ["none", "row", "tensor"])
+def test_a_file_split_other_than_layer_on_several_gpus_is_refused_naming_it(catalog, split):
+    with pytest.raises(InvalidScenarioError) as e:
+        read_runs(catalog, [_with_split(split)], EIGHT_B)
+    assert e.value.field == "split_mode" and split in str(e.value)
+
+
+@pytest.mark.parametrize(("split", "stated", "layout"), [("none", {"gpus": 1}, (1, 1, 1)),
+                                                         ("row", {"tensor_parallel_size": 2}, (2, 1, 2))])
+def test_a_file_split_with_a_layout_it_allows_is_read(catalog, split, stated, layout):
+    (run,) = read_runs(catalog, [_with_split(split)], EIGHT_B.model_copy(update=stated))
+    assert (run.tensor_parallel_size, run.pipeline_parallel_size, run.gpus) == layout and "split" not in run.note
+
+
+def test_the_markdown_tables_sm_column_is_read(tmp_path):
+    path = tmp_path / "lb.md"
+    lines = LB.read_text().splitlines()
+    lines[0], lines[1] = lines[0] + " sm |", lines[1] + " -: |"
+    path.write_text("\n".join(line + " none |" if line.startswith("|") and i > 1 else line
+                              for i, line in enumerate(lines)) + "\n")
+    done = CliRunner().invoke(app, ["measurements", "import", str(path), "--gpu", "RTX 3090", "--gpus", "2", "--model", "llama-3.1-8b",
+                                    "--db", str(tmp_path / "m.db")], prog_name="inferplan")
+    assert done.exit_code == 2 and "split_mode is none" in done.stderr, done.stderr

@@ -23,6 +23,9 @@ H100 = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm")
     (Deployment(model="qwen3-30b-a3b", gpu="h100", engine="mlx"), 64,
      ("32 of the 64 requests queue", "defaults --decode-concurrency to 32 (mr-mlx-lm-server-batch-generator)")),
     (H100.model_copy(update={"max_num_seqs": 64}), 600, ("536 of the 600 requests queue", "max_num_seqs 64 is stated")),
+    (Deployment(model="qwen3-next-80b-a3b", gpu="h200", engine="sglang", quantization="fp8", max_num_seqs=600), 600,
+     ("at most 66 run at once, as the model's state pool holds them (--max-mamba-cache-size)",
+      "--max-mamba-cache-size raises the cap (max_mamba_cache_size)")),
 ])
 def test_a_cap_below_the_load_is_a_headline_note(catalog, d, concurrency, said):
     w = Workload(input_len=200, output_len=100, concurrency=concurrency, speculative_tokens=d.speculative_tokens)

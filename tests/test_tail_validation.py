@@ -18,12 +18,16 @@ from inferplan.validation import latency
 SAMPLE_SERIES = ("l-llmk8s-", "l-vrecipes-")
 
 
+def latency_sample(catalog, series: tuple[str, ...] = SAMPLE_SERIES):
+    """The catalogue with only the latency points of ``series`` (every one: ``()`` is no filter)."""
+    points = [p for p in catalog.latency_points if not series or p.id.startswith(series)]
+    return replace(catalog, latency_points=Registry(catalog.latency_points.kind, {p.id: p for p in points}))
+
+
 @pytest.fixture(scope="module", params=["sample", pytest.param("every point", marks=pytest.mark.slow)])
 def validated(request):
-    catalog = load_catalog()
-    points = [p for p in catalog.latency_points if request.param != "sample" or p.id.startswith(SAMPLE_SERIES)]
-    sample = replace(catalog, latency_points=Registry(catalog.latency_points.kind, {p.id: p for p in points}))
-    return points, latency.validate_latency(sample)
+    sample = latency_sample(load_catalog(), SAMPLE_SERIES if request.param == "sample" else ())
+    return list(sample.latency_points), latency.validate_latency(sample)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ their keys (docs/measurements.md has the sources):
   failed requests, but with ``--output-details`` ``errors``, one per request sent).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
-  ``LLAMA_LAUNCH_KEYS``, alike in all rows).
+  ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``;
@@ -79,9 +79,10 @@ def _llama_row(row: dict, where: str) -> MeasuredPoint:
 
 # the launch settings a llama-bench row records (JSON/CSV keys; the markdown table's column where it shows one): a
 # file's rows must agree on them, since rows that differ are several launches, not one run (``_llama_launch``)
-LLAMA_LAUNCH_KEYS = ("n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn", "no_kv_offload")
+LLAMA_LAUNCH_KEYS = ("n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn", "no_kv_offload",
+                     "split_mode")
 _LLAMA_MD_COLUMNS = {"ngl": "n_gpu_layers", "n_cpu_moe": "n_cpu_moe", "n_batch": "n_batch", "n_ubatch": "n_ubatch",
-                     "type_k": "type_k", "type_v": "type_v", "fa": "flash_attn", "nkvo": "no_kv_offload"}
+                     "type_k": "type_k", "type_v": "type_v", "fa": "flash_attn", "nkvo": "no_kv_offload", "sm": "split_mode"}
 
 
 def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:

@@ -239,10 +239,11 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
     date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())
     _not_after_today(name, date, bool(given.measured_on), today or dt.date.today())
-    pp, split_note = _pipeline_stages(catalog, engine, given, tp)
+    pp, split_note = _pipeline_stages(catalog, engine, given, tp, meta)
     layout = {"pipeline_parallel_size": pp, "data_parallel_size": given.data_parallel_size,
               "enable_expert_parallel": given.enable_expert_parallel}
     gpus = given.gpus or tp * pp * (given.data_parallel_size or 1)
+    _check_data_parallel(given.data_parallel_size, gpus, tp * pp)
     return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=gpus,
                        tensor_parallel_size=tp, **layout, engine=engine,
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
@@ -255,17 +256,41 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                                       | file_acceptance(meta, given.speculative_tokens)))
 
 
-def _pipeline_stages(catalog: Catalog, engine: str, given: RunProvenance, tp: int) -> tuple[int, str]:
-    """The run's pipeline stages, and a note when they are not stated: an engine that splits a model by layer when no
-    split is asked (``engines.yaml`` ``multi_gpu_split``: llama.cpp's default ``--split-mode layer``) ran a run
-    stated only by its GPU count as a stage per GPU; any other stated layout leaves one stage."""
+def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
+    """A stated data-parallel size is the GPUs over TP × PP: a run whose GPUs say otherwise is refused (its record
+    and export take the copies from the GPUs)."""
+    if dp is not None and gpus != per_copy * dp:
+        allowed = f"{gpus // per_copy} (the {gpus} GPUs over TP x PP {per_copy})" if gpus % per_copy == 0 else \
+            f"none: {gpus} GPUs are no whole number of copies of TP x PP {per_copy}"
+        raise InvalidScenarioError(f"data parallel {dp} with TP x PP {per_copy} is {dp * per_copy} GPUs, not the "
+                                   f"{gpus} stated", field="data_parallel_size", allowed=allowed)
+
+
+def _pipeline_stages(catalog: Catalog, engine: str, given: RunProvenance, tp: int, meta: dict[str, str]) -> tuple[int, str]:
+    """The run's pipeline stages, and a note when they are not stated: an engine that splits a model by layer (the
+    split a llama-bench file records, ``split_mode``, else ``engines.yaml`` ``multi_gpu_split``: llama.cpp's default
+    ``--split-mode layer``) ran a run stated only by its GPU count as a stage per GPU; any other stated layout leaves
+    one stage. A file's ``split_mode none`` ran on one GPU, so more stated GPUs are refused; ``row`` or ``tensor``
+    splits each layer's tensors, which no default reads, so over more GPUs the split must be stated."""
+    split = meta.get("split_mode") if engine == meta.get("engine") else None
+    gpus = given.gpus or 1
+    if split == "none" and max(gpus, tp, given.pipeline_parallel_size or 1, given.data_parallel_size or 1) > 1:
+        raise InvalidScenarioError("the file's split_mode is none: llama.cpp ran the model on one GPU", field="split_mode",
+                                   allowed="--gpus 1 (and no tensor, pipeline or data parallel size above 1)")
     if given.pipeline_parallel_size is not None:
         return given.pipeline_parallel_size, ""
-    alone = (given.gpus or 1) > 1 and tp == 1 and given.tensor_parallel_size is None and given.data_parallel_size is None
-    if not alone or given.enable_expert_parallel or catalog.engine(engine).multi_gpu_split != "layer":
+    if split in ("row", "tensor") and gpus > 1 and given.tensor_parallel_size is None:
+        raise InvalidScenarioError(f"the file's split_mode is {split}: llama.cpp split each layer's tensors over the "
+                                   f"{gpus} GPUs, a layout the import does not guess", field="split_mode",
+                                   allowed="state the split it ran with (--tensor-parallel-size, --pipeline-parallel-size)")
+    alone = gpus > 1 and tp == 1 and given.tensor_parallel_size is None and given.data_parallel_size is None
+    by_layer = split == "layer" or split is None and catalog.engine(engine).multi_gpu_split == "layer"
+    if not alone or given.enable_expert_parallel or not by_layer:
         return 1, ""
-    return given.gpus, (f"pipeline parallel {given.gpus}: no split stated, and {catalog.engine(engine).name} splits a "
-                        f"model by layer over its {given.gpus} GPUs by default")
+    name = catalog.engine(engine).name
+    why = (f"the file's split_mode is layer, {name}'s split of a model by layer over its {gpus} GPUs" if split else
+           f"no split stated, and {name} splits a model by layer over its {gpus} GPUs by default")
+    return gpus, f"pipeline parallel {gpus}: {why}"
 
 
 def _with_drafts(name: str, fields: dict[str, object]) -> dict[str, object]:

@@ -325,7 +325,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_needed_bytes_per_gpu=needed,
         largest_context_tokens=answer.largest_tokens, concurrency=d.concurrency,
         state_slots=states and states.slots, state_running_cap=states and states.running_cap,
-        running_cap=cap.sequences, running_cap_flag=cap.flag, queued_sequences=answer.queued,
+        running_cap=cap.sequences, running_cap_setting=cap.setting, running_cap_flag=cap.flag,
+        queued_sequences=answer.queued,
         unified_cache_cells=ctx.tokens if unified and ctx else None,
         concurrency_note=answer.note,
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(

@@ -76,8 +76,10 @@ class MemoryFit(BaseModel):
     state_slots: int | None = None
     state_running_cap: int | None = None
     # the sequences one instance runs at once (memory/running_cap.py): the engine's own cap (max_num_seqs, or
-    # llama-server's --parallel slots), or the state pool's where lower; the launch flag that sets it
+    # llama-server's --parallel slots), or the state pool's where lower; the setting behind it (max_num_seqs or
+    # max_mamba_cache_size) and the launch flag that sets it
     running_cap: int = 0
+    running_cap_setting: str = "max_num_seqs"
     running_cap_flag: str = ""
     # at `concurrency`: the sequences above the running cap, which wait in the engine's queue holding no KV cache,
     # and what the concurrency answer rests on (None: no concurrency stated)

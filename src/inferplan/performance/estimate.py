@@ -68,6 +68,8 @@ class ServingEstimate(BaseModel):
     queue_note: str | None = None
     # why tokens/s per user is above the total, when it is (``rate_note``)
     rate_note: str | None = None
+    # the load the calibrated model prices above one request (``load_note``)
+    load_note: str | None = None
     # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)
     measured_record: int | None = None
     measured_label: str | None = None  # "measured (yours, <date>)"
@@ -85,3 +87,13 @@ def rate_note(e: ServingEstimate, replicas: int = 1) -> str | None:
     return (f"tokens/s per user is above the total: per user is the decode rate while a request runs (1 / TPOT{spec}); "
             f"the total is output over wall-clock time, which also spends {e.ttft_s * 1e3:,.0f} ms of TTFT on each "
             f"request's prompt, with only {e.concurrency:,} request(s) in flight{idle}")
+
+
+def load_note(e: ServingEstimate) -> str | None:
+    """The load a calibrated estimate of more than one request in flight assumes: a steady state, each request
+    arriving apart and joining a running batch; its concurrency arriving at once is a burst, which a closed loop of
+    that many clients simulates (None: one request, or a measured figure, whose load is the measurement's)."""
+    if e.concurrency <= 1 or e.source != "calibrated-model":
+        return None
+    return (f"steady state: requests arrive spread out, each newcomer joining a running batch; a burst of "
+            f"{e.concurrency:,} at once is a closed loop of {e.concurrency:,} clients (simulate)")

@@ -129,15 +129,15 @@ def queue_note(ctx: ServingContext, concurrency: int, per_instance: int, running
         return None
     at_once = min(running * ctx.dp, concurrency)
     each = f", {running:,} on each of {ctx.dp} ranks" if ctx.dp > 1 else ""
-    flag = ctx.mp.result.running_cap_flag
+    flag, setting = ctx.mp.result.running_cap_flag, ctx.mp.result.running_cap_setting
     return (f"{concurrency - at_once:,} of the {concurrency:,} requests queue, their wait in TTFT: at most {at_once:,} "
-            f"run at once{each}, as {_cap_origin(ctx, flag)}; the engine's {flag} raises the cap (max_num_seqs)")
+            f"run at once{each}, as {_cap_origin(ctx, flag)}; the engine's {flag} raises the cap ({setting})")
 
 
 def _cap_origin(ctx: ServingContext, flag: str) -> str:
     """What sets the running cap ``queue_note`` names."""
     d, s, fit = ctx.d, ctx.mp.settings, ctx.mp.result
-    if fit.state_running_cap is not None and fit.state_running_cap == fit.running_cap and not d.max_num_seqs:
+    if fit.running_cap_setting == "max_mamba_cache_size":  # the state pool holds fewer than the engine's own cap
         return f"the model's state pool holds them ({flag})"
     if d.max_num_seqs:
         return f"max_num_seqs {d.max_num_seqs:,} is stated"

@@ -26,7 +26,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import most_slots
 from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
-from inferplan.performance.estimate import ServingEstimate, rate_note
+from inferplan.performance.estimate import ServingEstimate, load_note, rate_note
 from inferplan.performance.launch_match import run_launch, run_release, settings_differ
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
 from inferplan.performance.local_runs import with_user_runs
@@ -359,7 +359,7 @@ def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None
     result = result.model_copy(update={"layout_note": m.layout_note, "build_note": m.build_note, "n_gpu_layers": m.n_gpu_layers,
                                        "n_cpu_moe": m.n_cpu_moe, "placement_chosen_by": m.placement_chosen_by,
                                        "placement_note": m.placement_note})
-    return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})
+    return result.model_copy(update={"rate_note": rate_note(result, ctx.dp), "load_note": load_note(result)})
 
 
 def with_measured_points(ctx: ServingContext, est: ServingEstimate) -> ServingEstimate:

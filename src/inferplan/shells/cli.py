@@ -9,6 +9,7 @@ it builds the app, and would compile each from a string on every start.
 
 import copy
 import functools
+import inspect
 from pathlib import Path
 from typing import Optional
 
@@ -214,13 +215,16 @@ def perf_cmd(
                   backend=backend.strip().lower() if backend else backend)
     from inferplan.performance.drafts import with_drafts
 
-    d = deployment_from(flags)
-    d = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model)
+    stated = deployment_from(flags)
+    d = run(with_drafts, catalog_for(stated), stated, w, speculative_method, draft_model)
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
-    else:
-        render.print_perf(console, result, explain)
+        return
+    # simulate of the same deployment and workload, where simulate takes every setting perf states
+    beyond = set(stated.model_fields_set) - set(inspect.signature(simulate_cmd).parameters)
+    alike = not (beyond or backend or speculative_method or draft_model or prefix_cache_host_share)
+    render.print_perf(console, result, explain, render.simulate_command(stated, w, result.concurrency) if alike else None)
 
 
 @app.command("frontier")

@@ -239,7 +239,22 @@ def print_assumptions(console: Console, assumptions) -> None:
         console.print(f"[dim]  - {a}[/]", highlight=False)
 
 
-def print_perf(console: Console, e, explain: bool = False) -> None:
+def simulate_command(d, w, clients: int) -> str:
+    """``inferplan simulate`` of perf's deployment ``d`` (its stated flags) and workload ``w`` as a closed loop of
+    ``clients``: the lengths and draft settings perf priced, which simulate would otherwise take at its defaults."""
+    words = [command_line("simulate", d, {}), f"--input-len {w.input_len} --output-len {w.output_len}"]
+    if w.speculative_tokens:
+        words.append(f"--speculative-tokens {w.speculative_tokens}")
+    if w.acceptance_rate is not None:
+        words.append(f"--acceptance-rate {w.acceptance_rate:g}")
+    if w.prefix_cache_hit_rate:
+        words.append(f"--prefix-cache-hit-rate {w.prefix_cache_hit_rate:g}")
+    return " ".join([*words, f"--clients {clients}"])
+
+
+def print_perf(console: Console, e, explain: bool = False, simulate: str | None = None) -> None:
+    """perf's answer; ``simulate``: the command that simulates a burst of its load (None: perf states a setting
+    simulate takes no flag for, so none is printed)."""
     from inferplan.performance.local_runs import source_words
 
     source = source_words(e)
@@ -269,9 +284,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     ):
         table.add_row(label, value)
     console.print(table)
-    if e.concurrency > 1 and e.source == "calibrated-model":  # its load; the command that prices a burst of it
-        console.print(f"steady state: requests arrive spread out, each newcomer joining a running batch; a burst of "
-                      f"{e.concurrency:,} at once: inferplan simulate --clients {e.concurrency}", highlight=False)
+    if e.load_note:  # its load; the command that prices a burst of it
+        console.print(e.load_note + (f": {simulate}" if simulate else ""), highlight=False, soft_wrap=True)
     if e.rate_note:
         console.print(f"note: {e.rate_note}", highlight=False)
     record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (

@@ -204,18 +204,26 @@ function showMemory(view) {
 }
 
 // A platform with no price yet (GPUs of one kind, a server the catalogue prices at no band), or with a price but
-// no power figure (an Apple chip's), still answers what its replica cell holds and how fast it runs: the plan's
-// memory part, which needs neither, under the refusal of a field only the costs read. Should that fail too, the
-// refusal stands alone.
+// no power figure (an Apple chip's), or any money field refused, still answers what its replica cell holds and how
+// fast it runs: the plan's memory part, asked without the fields only the costs read (the scenario's money and the
+// platform's price and power), so no value of theirs can refuse it. Should that fail too, the refusal stands alone.
 const COST_FIELDS = ["scenario.platform.quote_usd_per_system", "scenario.platform.power_w_per_system"];
 
 function costOnly(field) {
   return COST_FIELDS.includes(field) || (field || "").startsWith("scenario.money.");
 }
 
+function withoutCosts(scenario) {
+  const platform = { ...scenario.platform };
+  for (const field of COST_FIELDS) delete platform[field.split(".").pop()];
+  const rest = { ...scenario, platform };
+  delete rest.money;
+  return rest;
+}
+
 async function memoryWithoutCosts(scenario, request) {
   let view;
-  try { view = await api("POST", "/api/views/memory", { scenario }); } catch { return; }
+  try { view = await api("POST", "/api/views/memory", { scenario: withoutCosts(scenario) }); } catch { return; }
   if (request !== state.request) return;
   showMemory(view);
   await drawCharts(view.charts);
@@ -331,7 +339,8 @@ async function init() {
   const params = new URLSearchParams(location.search);
   const notes = [];
   const currency = params.get("c");
-  if (currency && [...$("currency").options].some((o) => o.value === currency)) $("currency").value = currency;
+  const offer = currency && [...$("currency").options].find((o) => o.value === currency.trim().toLowerCase());
+  if (offer) $("currency").value = offer.value;  // EUR and eur alike
   else if (currency) {  // the select would show blank and every plan be refused: the page's currency instead
     const offered = [...$("currency").options].map((o) => o.value).join(", ");
     notes.push(`Currency (c): the link's ${JSON.stringify(currency.slice(0, 40))} is not offered (allowed: ${offered}); `
