@@ -44,7 +44,7 @@ def test_deepseek_on_a_rack_runs_one_expert_parallel_cell_and_carries_more_than_
 def test_rack_output_per_gpu_with_mtp_is_below_but_near_the_seeds_semianalysis_table(engine, target):
     # the table's runs drafted with MTP and ran prefill on separate GPUs (disaggregated); the plan
     # drafts the same way but prefills in the decoding instance, so it should land below the table,
-    # not above it, and within 2x (0.59-0.79 of it with the shipped constants)
+    # not above it, and within 2x (0.59-0.68 of it with the shipped constants; docs/economics.md)
     r = plan(rack(engine, target, speculative={"tokens": 3, "acceptance_rate": 0.7}), CATALOG)
     assert r.capacity.cell.expert_parallel
     ratio = r.capacity.output_tokens_per_s / r.capacity.gpus / SEED_GB300_DSR1_PER_GPU[target]
