@@ -75,3 +75,23 @@ def test_a_search_past_its_time_limit_is_a_503_that_invites_no_retry(tmp_path, m
     assert r.status_code == 503, r.text
     assert "time limit" in r.json()["error"]["message"] and "retry-after" not in r.headers
     assert "asked again runs past the limit again" in r.json()["detail"][0]["allowed"]
+
+
+def test_a_request_given_its_turn_no_longer_counts_as_waiting(monkeypatch):
+    """A turn freed while ``LONG_WAITING`` wait goes to the first of them; a request that arrives before that
+    one resumes finds one place in the queue, not a 503."""
+    monkeypatch.setattr(api_work, "LONG_AT_ONCE", 1)
+    monkeypatch.setattr(api_work, "LONG_WAITING", 3)
+    holder = object()
+
+    async def go():
+        turns = api_work.long_work()
+        await turns.limiter.acquire_on_behalf_of(holder)
+        queued = [asyncio.ensure_future(api_work.in_long_thread(lambda b: "queued", Budget())) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert turns.waiting == 3
+        late = asyncio.ensure_future(api_work.in_long_thread(lambda b: "late", Budget()))  # runs before the first resumes
+        turns.limiter.release_on_behalf_of(holder)
+        return await asyncio.gather(*queued, late)
+
+    assert asyncio.run(go()) == ["queued", "queued", "queued", "late"]

@@ -1,4 +1,4 @@
-"""A disaggregated pick's pool workers are launched one host each (``deploy.nodes.pool_spans_note``), so the
+"""inferplan writes a disaggregated pick's pool workers for one host each (``deploy.nodes.pool_spans_note``), so the
 search tries separate pools only with cells whose instance one host holds."""
 
 from __future__ import annotations

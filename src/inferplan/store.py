@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import sqlite3
 import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
@@ -173,6 +174,13 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+class _Connection:
+    """A thread's connection; the thread's locals hold it, and the connection closes when it is dropped."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+
 class Store:
     def __init__(self, path: str | Path | None = None, *, max_saved: Mapping[str, int] | None = None):
         self.path = Path(path) if path else default_db_path()
@@ -203,14 +211,17 @@ class Store:
 
     @contextmanager
     def _connect(self):
-        # one connection per thread, kept: opening one (and reading the schema) cost more than a plan's queries
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        # one connection per thread, kept: opening one (and reading the schema) cost more than a plan's queries;
+        # closed when its thread ends (the thread's holder is dropped with the thread's locals), so the threads
+        # a server starts and retires leave no connection open
+        holder = getattr(self._local, "holder", None)
+        if holder is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA busy_timeout=30000")
-            self._local.db = db
-        yield db
+            holder = self._local.holder = _Connection(db)
+            weakref.finalize(holder, db.close)
+        yield holder.db
 
     @contextmanager
     def _write(self):

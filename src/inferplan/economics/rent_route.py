@@ -151,14 +151,15 @@ def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_u
     """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
     size that costs least, priced as ``search`` prices them (``economics.rental``), with a ``prefill``
     pool beside the cells (a stated one: the cells are then the decode pool). The break-even
-    compares the rent with owning's operating cost without staff, which either route pays, where the
-    owned fleet serves as many of the target's users (``owned_users``) as the rented cells do."""
+    compares the rent with owning's operating cost without staff, which either route pays, only where the
+    owned fleet serves as many of the target's users (``owned_users``) as the rented cells do: with more or
+    fewer (stated replicas fix both counts) the two prices buy different loads, so there is none."""
     route = _rented(catalog, s, accel, space, fx_usd_per_eur, prefill)
     month = route.usd_per_month
     if month is None or capex_usd is None:
         return route
     rented_users = s.target_users if route.users is None else min(s.target_users, route.users)
-    if owned_users < rented_users:
+    if owned_users != rented_users:
         return dataclasses.replace(route, break_even_note=(
             f"the owned fleet serves {owned_users:,} of the {s.target_users:,} target users and the rented cells serve "
             f"{rented_users:,}: owning and renting carry different loads, so no break-even compares them"))

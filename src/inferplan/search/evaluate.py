@@ -106,7 +106,8 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
     # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
     # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned;
-    # a pool's worker is launched on one host (deploy.nodes.pool_spans_note), so an instance wider is in no pool
+    # inferplan writes each pool's worker for one host (deploy.nodes.pool_spans_note), so an instance wider is in
+    # no pool it plans
     pools = (disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
              and host_split(d, catalog) is None)
     sized = {role: pool_sized(catalog, d, role) for role in ("prefill", "decode")} if pools else {}

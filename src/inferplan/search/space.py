@@ -368,18 +368,22 @@ def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine:
     pipeline stages, before 0.4.1 no expert parallelism and before 0.3.6 no attention data parallelism; llama.cpp's one ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it
     runs); one it does not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
     inside the fast-link domain — where the launcher starts that. An engine that spreads an instance over
-    hosts by layers only (llama.cpp's RPC) keeps its tensor-parallel ranks on one host (a rack's compute tray)."""
+    hosts by layers only (llama.cpp's RPC) keeps its tensor-parallel ranks on one host (a rack's compute tray), and
+    one with no multi-host launch inferplan writes (no ``multi_host`` entry: TensorRT-LLM) its whole instance, as
+    ``deploy``'s one-host command holds no more (``deploy.nodes.hosts_launch``)."""
     flags = flags_for(catalog, engine)
     if flags is None:
         return layouts
     tray = p.system.os_host_gpus if p.system is not None else None
     host = int(tray.value) if tray is not None else p.gpus  # the GPUs one OS host sees (a rack's compute tray)
     layers_only = bool(flags.multi_host) and all(m.layers_only for m in flags.multi_host)
+    one_host = not flags.multi_host
 
     out: list[tuple[int, int, int, bool, int]] = []
     for tp, pp, dp, ep, n in layouts:
         def starts(t: int, q: int) -> bool:  # llama.cpp's RPC spreads pipeline stages over hosts, never TP ranks
-            return flags.launches_split(t, q, release, dp, ep) and not (layers_only and t > host)
+            return (flags.launches_split(t, q, release, dp, ep) and not (layers_only and t > host)
+                    and not (one_host and t * q > host))
         width = tp * pp
         tries = [(tp, pp)] if starts(tp, pp) else [(1, width), *([(width, 1)] if width <= p.domain_gpus
                                                                   and systems == 1 else [])]

@@ -65,8 +65,14 @@ class _Turns:
     """One event loop's turns for one lane's long requests, and how many wait for one."""
 
     def __init__(self) -> None:
-        self.limiter, self.waiting = anyio.CapacityLimiter(LONG_AT_ONCE), 0
+        self.limiter = anyio.CapacityLimiter(LONG_AT_ONCE)
         self.threads = anyio.CapacityLimiter(LONG_AT_ONCE)  # the threads they run in: one for each turn taken
+
+    @property
+    def waiting(self) -> int:
+        """Requests in the queue for a turn: one joins it as it asks (requests arriving together each see the
+        ones before them) and leaves it as it is given its turn, before it resumes."""
+        return self.limiter.statistics().tasks_waiting
 
 
 _turns: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Lane, _Turns]]" = weakref.WeakKeyDictionary()
@@ -115,22 +121,19 @@ async def in_long_thread(work: Callable[[Budget], T], budget: Budget,
     taken), the budget's clock started then; a 503 (``ServerBusy``) while ``LONG_WAITING`` wait already, or
     (``TurnTimeout``) after ``TURN_WAIT_S`` without a turn; nothing computed if the budget was cancelled meanwhile."""
     turns = long_work(lane)
-    if turns.waiting >= LONG_WAITING:
-        raise ServerBusy(turns.waiting, lane)
+    waiting = turns.waiting
+    if waiting >= LONG_WAITING:
+        raise ServerBusy(waiting, lane)
 
     def turn() -> T:
         if budget.stopped.is_set():  # the client went while this waited: stop before starting
             budget.check()
         return work(budget.from_now())  # a search's deadline counts from here, not from its wait
 
-    turns.waiting += 1  # counted at once: requests arriving together each see the ones before them
     asked_s, taken = time.monotonic(), False
-    try:
-        with anyio.move_on_after(TURN_WAIT_S):
-            await turns.limiter.acquire()
-            taken = True
-    finally:
-        turns.waiting -= 1
+    with anyio.move_on_after(TURN_WAIT_S):
+        await turns.limiter.acquire()
+        taken = True
     if not taken:
         raise TurnTimeout(time.monotonic() - asked_s, lane)
     on_turn()
