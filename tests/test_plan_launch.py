@@ -43,3 +43,19 @@ def test_plan_json_carries_the_launch_under_deploy():
     data = json.loads(r.stdout)
     argv = shlex.split(data["deploy"].splitlines()[-1])
     assert _flag(argv, "--data-parallel-size") == data["capacity"]["cell"]["data_parallel_size"]
+
+
+def test_plan_pools_on_bare_gpus_keep_to_each_host(catalog):
+    """Bare 8-GPU hosts, two TP-4 decode cells and two TP-2 prefill instances: 12 GPUs over two hosts, each
+    worker on GPUs 0-7 of its own host, bought or rented on 8-GPU instances."""
+    for rented in (False, True):
+        s = Scenario.model_validate({
+            "name": "pools on bare GPUs", "model": "gpt-oss-120b", "workload": {"preset": "chat-seat"},
+            "platform": {"gpu": "h100-sxm", "gpus": 8, "quote_usd_per_system": 250000}, "rented": rented,
+            "target_users": 200, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+            "prefill_pool": {"instances": 2, "cell": {"tensor_parallel_size": 2}}})
+        text = plan_launch(catalog, s, plan(s, catalog)).text
+        assert "# on HOST1:" in text
+        devices = [int(g) for line in text.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")
+                   for g in line.split()[0].split("=")[1].split(",")]
+        assert max(devices) == 7
