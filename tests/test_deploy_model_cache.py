@@ -56,3 +56,16 @@ def test_the_user_names_the_cache(catalog):
 def test_a_one_gpu_pod_keeps_the_small_shm(catalog):
     pod = _pod(kubernetes_manifest(Deployment(model="qwen3-8b", gpu="h100-sxm"), catalog))
     assert next(v for v in pod["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] == "2Gi"
+
+
+def test_the_download_is_the_checkpoint_served_not_the_planned_format(catalog):
+    """vLLM quantizing Gemma 2 27B's BF16 repo to FP8 at load downloads the BF16 weights (~54 GB), not 28 GB."""
+    fp8 = kubernetes_manifest(Deployment(model="google/gemma-2-27b-it", gpu="h100-sxm", quantization="fp8"), catalog)
+    assert "--quantization" in fp8 and "room for the 54 GB checkpoint" in fp8
+    assert _pod(fp8)["containers"][0]["startupProbe"]["failureThreshold"] > (54e9 / 0.1e9 + LOAD_WINDOW_S) / PROBE_PERIOD_S - 1
+
+
+def test_an_unknown_checkpoint_size_is_left_out(catalog):
+    manifest = kubernetes_manifest(Deployment(model="Qwen/Qwen2.5-32B-Instruct", gpu="h100-sxm"), catalog)
+    assert " 0 GB" not in manifest and "assumes no download" in manifest
+    assert _pod(manifest)["containers"][0]["startupProbe"]["failureThreshold"] == LOAD_WINDOW_S // PROBE_PERIOD_S

@@ -84,7 +84,7 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
         raise InvalidScenarioError(f"{hw.gpus} GPUs are not a whole number of {per_pod}-GPU instances "
                                    "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
     app = name or _name(command, d)
-    download = checkpoint_bytes(d, catalog)
+    download = checkpoint_bytes(d, catalog, flags)
     pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1)
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}

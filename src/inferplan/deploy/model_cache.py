@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
+from inferplan.deploy.checkpoint import card_of, served_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.precision import planned_weight_format
@@ -67,29 +68,38 @@ def cache_parts(flags: EngineFlags, cache: CacheVolume) -> tuple[list[dict], lis
     return [cache.volume()], [{"name": "model-cache", "mountPath": rule.path}], env
 
 
-def checkpoint_bytes(d: Deployment, catalog: Catalog) -> float:
-    """The bytes a pod downloads: one copy of the model's weights in the planned format (0: a model the
-    catalogue cannot read)."""
+def checkpoint_bytes(d: Deployment, catalog: Catalog, flags: EngineFlags) -> float | None:
+    """The bytes a pod downloads: one copy of the checkpoint the launch serves (``deploy.checkpoint``), in the
+    planned format, or in its own where the engine quantizes it at load (a BF16 build served with
+    ``--quantization fp8`` downloads the BF16 weights). None: a size the catalogue cannot tell."""
     try:
         spec = resolve_model(catalog, d.model)
-        return weight_bytes(spec, planned_weight_format(catalog, d, spec)).total_bytes
+        served = served_model(d, catalog, flags)
+        if served.quantization_in_checkpoint:
+            return weight_bytes(spec, planned_weight_format(catalog, d, spec)).total_bytes
+        builds = card_of(d, catalog).checkpoints if card_of(d, catalog) is not None else ()
+        build = next((c for c in builds if c.repo == served.checkpoint), None)
+        source = build.quantization if build is not None else spec.native_quantization
+        return weight_bytes(spec, catalog.quantization(source)).total_bytes if source else None
     except InferplanError:
-        return 0.0
+        return None
 
 
-def startup_failures(flags: EngineFlags, checkpoint_bytes: float) -> int:
+def startup_failures(flags: EngineFlags, checkpoint_bytes: float | None) -> int:
     """Failed startup probes (every ``PROBE_PERIOD_S``) before the pod is restarted: the checkpoint's download at
-    the assumed rate and ``LOAD_WINDOW_S``."""
+    the assumed rate (none where its size is unknown) and ``LOAD_WINDOW_S``."""
     rule = flags.model_cache
-    download_s = checkpoint_bytes / rule.download_bytes_per_s.value if rule is not None else 0.0
+    download_s = checkpoint_bytes / rule.download_bytes_per_s.value if rule is not None and checkpoint_bytes else 0.0
     return math.ceil((download_s + LOAD_WINDOW_S) / PROBE_PERIOD_S)
 
 
-def cache_comment(cache: CacheVolume, checkpoint_bytes: float) -> str:
+def cache_comment(cache: CacheVolume, checkpoint_bytes: float | None) -> str:
     """The YAML comment ahead of a manifest: what the model cache and token need before it is applied."""
-    size = f"{checkpoint_bytes / 1e9:,.0f} GB"
-    where = (f"# model cache: the PersistentVolumeClaim {cache.claim!r}: create it first, room for the {size} "
-             "checkpoint (ReadWriteMany where pods on several nodes share it)" if cache.claim else
-             f"# model cache: {cache.host_path} on each node, room for the {size} checkpoint")
-    return (f"{where}\n# Hugging Face token: the Secret {TOKEN_SECRET!r}, key {TOKEN_KEY!r} (optional; a gated "
+    size = f"the {checkpoint_bytes / 1e9:,.0f} GB checkpoint" if checkpoint_bytes else "the checkpoint"
+    where = (f"# model cache: the PersistentVolumeClaim {cache.claim!r}: create it first, room for {size} "
+             "(ReadWriteMany where pods on several nodes share it)" if cache.claim else
+             f"# model cache: {cache.host_path} on each node, room for {size}")
+    unknown = "" if checkpoint_bytes else ("\n# startup window: the checkpoint's size is unknown here, so the "
+                                           f"window assumes no download ({LOAD_WINDOW_S // 60} minutes to load)")
+    return (f"{where}{unknown}\n# Hugging Face token: the Secret {TOKEN_SECRET!r}, key {TOKEN_KEY!r} (optional; a gated "
             "model needs it)\n")
