@@ -69,3 +69,10 @@ def test_an_unknown_checkpoint_size_is_left_out(catalog):
     manifest = kubernetes_manifest(Deployment(model="Qwen/Qwen2.5-32B-Instruct", gpu="h100-sxm"), catalog)
     assert " 0 GB" not in manifest and "assumes no download" in manifest
     assert _pod(manifest)["containers"][0]["startupProbe"]["failureThreshold"] == LOAD_WINDOW_S // PROBE_PERIOD_S
+
+
+@pytest.mark.parametrize("cache", ["pvc:Bad_Name", "pvc:-models", "pvc:" + "a" * 254, "/", "//", "mnt/hf", "pvc:"])
+def test_a_cache_kubernetes_would_reject_or_the_node_root_is_refused(catalog, cache):
+    with pytest.raises(InvalidScenarioError) as err:
+        kubernetes_manifest(DSV3, catalog, model_cache=cache)
+    assert err.value.field == "model_cache"

@@ -14,6 +14,7 @@ window is the checkpoint's download at the engine record's assumed rate (``downl
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import EngineFlags
@@ -30,7 +31,9 @@ TOKEN_SECRET = "hf-token-secret"  # the Secret holding the Hugging Face token, u
 TOKEN_KEY = "token"
 PROBE_PERIOD_S = 10  # assumed: how often the startup probe asks
 LOAD_WINDOW_S = 1800  # assumed: loading, CUDA-graph capture and warm-up after the download, 30 minutes
-ALLOWED = "pvc:CLAIM_NAME, or an absolute directory on the node (a hostPath)"
+ALLOWED = "pvc:CLAIM_NAME, or an absolute directory on the node other than / (a hostPath)"
+# a DNS-1123 subdomain, which a PersistentVolumeClaim's name must be (Kubernetes docs, Object Names and IDs)
+CLAIM_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -46,15 +49,22 @@ class CacheVolume:
 
 
 def cache_volume(text: str | None) -> CacheVolume:
-    """``pvc:NAME`` or an absolute node path as the pod's model cache (None: the claim ``DEFAULT_CLAIM``)."""
+    """``pvc:NAME`` or an absolute node path as the pod's model cache (None: the claim ``DEFAULT_CLAIM``). A
+    claim's name is a DNS-1123 subdomain, as Kubernetes requires of an object's name; the node's root is no
+    cache directory."""
     if text is None:
         return CacheVolume(claim=DEFAULT_CLAIM)
-    if text.startswith("pvc:") and text[4:].strip():
-        return CacheVolume(claim=text[4:].strip())
-    if text.startswith("/"):
-        return CacheVolume(host_path=text.rstrip("/") or "/")
-    raise InvalidScenarioError(f"model cache {text!r} is neither pvc:NAME nor an absolute path", field="model_cache",
-                               allowed=ALLOWED)
+    if text.startswith("pvc:"):
+        claim = text[4:].strip()
+        if not CLAIM_NAME.fullmatch(claim) or len(claim) > 253:
+            raise InvalidScenarioError(f"model cache claim name {claim!r} is not a Kubernetes object name",
+                                       field="model_cache", allowed="pvc:NAME, NAME at most 253 lowercase letters, "
+                                       "digits, '-' and '.', starting and ending with a letter or digit")
+        return CacheVolume(claim=claim)
+    if text.startswith("/") and text.strip("/"):
+        return CacheVolume(host_path=text.rstrip("/"))
+    raise InvalidScenarioError(f"model cache {text!r} is neither pvc:NAME nor an absolute directory below the node's "
+                               "root", field="model_cache", allowed=ALLOWED)
 
 
 def cache_parts(flags: EngineFlags, cache: CacheVolume) -> tuple[list[dict], list[dict], list[dict]]:
