@@ -76,3 +76,16 @@ def test_a_cache_kubernetes_would_reject_or_the_node_root_is_refused(catalog, ca
     with pytest.raises(InvalidScenarioError) as err:
         kubernetes_manifest(DSV3, catalog, model_cache=cache)
     assert err.value.field == "model_cache"
+
+
+def test_a_model_cache_no_pod_mounts_is_refused_naming_the_flag():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+    shell = ["deploy", "qwen3-8b", "--gpu", "h100-sxm", "--model-cache", "pvc:models"]
+    trtllm = ["deploy", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "trtllm", "--format", "k8s",
+              "--model-cache", "pvc:models"]
+    pools = [*shell, "--prefill-instances", "1"]
+    for argv in (shell, trtllm, pools):
+        r = CliRunner().invoke(app, argv)
+        assert r.exit_code == 2 and "--model-cache" in r.output, (argv, r.output)

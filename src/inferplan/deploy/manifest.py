@@ -35,7 +35,7 @@ from inferplan.deploy.output import Output
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import instance_gpus
 from inferplan.deploy.model_cache import (PROBE_PERIOD_S, CacheVolume, cache_comment, cache_parts, cache_volume,
-                                          checkpoint_bytes, startup_failures)
+                                          check_cache_kept, check_cache_stated, checkpoint_bytes, startup_failures)
 from inferplan.units import GiB, MiB
 
 OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
@@ -70,6 +70,7 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
+    check_cache_kept(model_cache, flags, command.runner, catalog)
     ollama = ollama_launch_data(catalog) if command.runner == "ollama" else None
     image = EngineImage(image=ollama.image(hw.accel.vendor)) if ollama and ollama.image(hw.accel.vendor) else \
         None if ollama else engine_image(flags, hw.accel.vendor, command.engine_version, later_release(command.argv, flags))
@@ -250,6 +251,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
     """The launch command of ``d`` and, for ``k8s``, the manifest that runs it; refused where ``fit`` or
     ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
+    check_cache_stated(model_cache, output_format)
     d = with_default_engine(d, catalog)
     check_deployable(with_draft(d, catalog, planned_speculative(d, catalog, speculative)), catalog)
     unchecked = unchecked_model_note(d, catalog)  # a model name the catalogue lacks: a repo id, or refused

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.checkpoint import card_of, served_model
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
@@ -65,6 +65,23 @@ def cache_volume(text: str | None) -> CacheVolume:
         return CacheVolume(host_path=text.rstrip("/"))
     raise InvalidScenarioError(f"model cache {text!r} is neither pvc:NAME nor an absolute directory below the node's "
                                "root", field="model_cache", allowed=ALLOWED)
+
+
+def check_cache_stated(model_cache: str | None, output_format: str) -> None:
+    """A model cache is where a Kubernetes pod keeps its checkpoint: stated for a shell script, it is refused."""
+    if model_cache is not None and output_format != "k8s":
+        raise InvalidScenarioError("a model cache is where a Kubernetes pod keeps its checkpoint: it goes with the "
+                                   "k8s format", field="model_cache", allowed="leave it out, or the k8s format")
+
+
+def check_cache_kept(model_cache: str | None, flags: EngineFlags, runner: str | None, catalog: Catalog) -> None:
+    """A stated model cache on a pod that mounts none (an engine record with no download directory, or
+    Ollama's server, which pulls its own tag) is refused."""
+    if model_cache is not None and (flags.model_cache is None or runner == "ollama"):
+        what = "Ollama's server" if runner == "ollama" else f"{flags.engine}'s record names no download directory"
+        raise UnsupportedSettingError(f"no model cache to mount: {what}", field="model_cache",
+                                      allowed="leave it out, or an engine with one: " + ", ".join(
+                                          f.engine for f in catalog.engine_flags if f.model_cache is not None))
 
 
 def cache_parts(flags: EngineFlags, cache: CacheVolume) -> tuple[list[dict], list[dict], list[dict]]:

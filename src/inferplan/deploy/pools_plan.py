@@ -23,6 +23,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.copies import copies_note
 from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
+from inferplan.deploy.model_cache import check_cache_stated
 from inferplan.deploy.manifest import OPTIONS_DIR, ManifestDumper, manifest_parts, pod_address
 from inferplan.deploy.output import Output
 from inferplan.deploy.pod_discovery import access_docs, discovering_pod, discovery_argv, prefill_annotations
@@ -96,6 +97,7 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
     (``prefill_deployment``), each refused where ``fit`` or ``perf`` refuse it; ``speculative``: the decode
     pool's drafts; ``model_cache``: the pods' model cache (``deploy.model_cache``). An engine without prefill/decode disaggregation is refused naming ``prefill_instances``."""
     catalog = catalog or load_catalog()
+    check_cache_stated(model_cache, output_format)
     d = with_default_engine(d, catalog)
     flags = engine_flags(catalog, d.engine)
     if flags.disaggregation is None:
