@@ -59,3 +59,20 @@ def test_plan_pools_on_bare_gpus_keep_to_each_host(catalog):
         devices = [int(g) for line in text.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")
                    for g in line.split()[0].split("=")[1].split(",")]
         assert max(devices) == 7
+
+
+def test_plan_prints_the_first_hosts_part_of_a_pools_script(tmp_path):
+    """The text output cuts a script over several hosts at its second host's header, under a pools heading, and
+    prints a one-host script whole."""
+    scenario = tmp_path / "pools.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "pools on bare GPUs", "model": "gpt-oss-120b", "workload": {"preset": "chat-seat"},
+        "platform": {"gpu": "h100-sxm", "gpus": 8, "quote_usd_per_system": 250000}, "target_users": 200,
+        "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+        "prefill_pool": {"instances": 2, "cell": {"tensor_parallel_size": 2}}}))
+    out = CliRunner().invoke(app, ["plan", str(scenario), "--draws", "0"], terminal_width=400).output
+    assert "Launch (the prefill and decode pools and their router):" in out
+    assert "# on HOST0:" in out and "# on HOST1:" not in out
+    assert out.count("vllm serve") == 3  # HOST0's two prefill workers and one decode worker
+    whole = CliRunner().invoke(app, ["plan", str(EXAMPLE), "--draws", "0"], terminal_width=400).output
+    assert "Launch (one replica cell):" in whole and "more lines" not in whole
