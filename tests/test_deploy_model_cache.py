@@ -89,3 +89,22 @@ def test_a_model_cache_no_pod_mounts_is_refused_naming_the_flag():
     for argv in (shell, trtllm, pools):
         r = CliRunner().invoke(app, argv)
         assert r.exit_code == 2 and "--model-cache" in r.output, (argv, r.output)
+
+
+def test_vllm_router_waits_as_long_as_the_workers_startup_window(catalog):
+    """vllm-router gives up on workers not up after --worker-startup-timeout-secs (600 by default): a 70B
+    checkpoint's download and load take longer, so the script and the router's pod wait the probe's window."""
+    from inferplan.deploy.pools_plan import PrefillLayout, pools_plan
+
+    d = Deployment(model="llama-3.1-70b", gpu="h100-sxm", engine="vllm", tensor_parallel_size=4, max_model_len=8192)
+    layout = PrefillLayout(prefill_instances=1, replicas=1)
+    router = pools_plan(d, layout, catalog).launch.router
+    window_s = int(router[router.index("--worker-startup-timeout-secs") + 1])
+    manifest = pools_plan(d, layout, catalog, output_format="k8s").manifest
+    docs = list(yaml.safe_load_all(manifest))
+    probe = next(x for x in docs if x["kind"] == "Deployment" and "decode" in x["metadata"]["name"]
+                 )["spec"]["template"]["spec"]["containers"][0]["startupProbe"]
+    assert window_s == probe["failureThreshold"] * probe["periodSeconds"] > 600 + LOAD_WINDOW_S
+    pod = next(x for x in docs if x["kind"] == "Deployment" and x["metadata"]["name"].endswith("-router"))
+    args = pod["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--worker-startup-timeout-secs") + 1] == str(window_s)

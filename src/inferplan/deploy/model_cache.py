@@ -120,6 +120,12 @@ def startup_failures(flags: EngineFlags, checkpoint_bytes: float | None) -> int:
     return math.ceil((download_s + LOAD_WINDOW_S) / PROBE_PERIOD_S)
 
 
+def startup_window_s(d: Deployment, catalog: Catalog, flags: EngineFlags) -> int:
+    """The seconds a worker of ``d`` may take to download and load its checkpoint: its startup probe's window,
+    which a router that gives up on workers waits as long."""
+    return startup_failures(flags, checkpoint_bytes(d, catalog, flags)) * PROBE_PERIOD_S
+
+
 def cache_comment(cache: CacheVolume, checkpoint_bytes: float | None) -> str:
     """The YAML comment ahead of a manifest: what the model cache and token need before it is applied."""
     size = f"the {checkpoint_bytes / 1e9:,.0f} GB checkpoint" if checkpoint_bytes else "the checkpoint"
