@@ -76,3 +76,14 @@ def test_plan_prints_the_first_hosts_part_of_a_pools_script(tmp_path):
     assert out.count("vllm serve") == 3  # HOST0's two prefill workers and one decode worker
     whole = CliRunner().invoke(app, ["plan", str(EXAMPLE), "--draws", "0"], terminal_width=400).output
     assert "Launch (one replica cell):" in whole and "more lines" not in whole
+
+
+def test_the_api_plan_carries_the_launch_the_cli_json_does(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+    scenario = yaml.safe_load(EXAMPLE.read_text())
+    body = TestClient(create_app(tmp_path / "test.db")).post("/api/plan", json={"scenario": scenario, "draws": 0}).json()
+    cli = json.loads(CliRunner().invoke(app, ["plan", str(EXAMPLE), "--json", "--draws", "0"]).stdout)
+    assert body["deploy"] == cli["deploy"] and body["deploy_notes"] == cli["deploy_notes"]
+    assert body["deploy"].splitlines()[-1].startswith("vllm serve")
