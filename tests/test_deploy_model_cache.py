@@ -108,3 +108,9 @@ def test_vllm_router_waits_as_long_as_the_workers_startup_window(catalog):
     pod = next(x for x in docs if x["kind"] == "Deployment" and x["metadata"]["name"].endswith("-router"))
     args = pod["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--worker-startup-timeout-secs") + 1] == str(window_s)
+
+
+def test_a_one_gpu_amd_pod_gets_the_guides_amd_shm(catalog):
+    """vLLM's Kubernetes guide sizes the one-GPU example's /dev/shm 2Gi on NVIDIA and 8Gi on AMD."""
+    pod = _pod(kubernetes_manifest(Deployment(model="qwen3-8b", gpu="mi300x", engine="vllm"), catalog))
+    assert next(v for v in pod["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] == "8Gi"

@@ -290,6 +290,8 @@ class EngineFlags(Frozen):
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     # a container of more than one GPU (tensor-parallel ranks share tensors through /dev/shm); None: shm_bytes
     shm_bytes_multi_gpu: Bytes | None = None
+    # a one-GPU container on a vendor's GPUs where the engine's guide sizes its /dev/shm apart (vendor -> bytes)
+    shm_bytes_by_vendor: dict[str, Bytes] = {}
     model_cache: ModelCache | None = None  # where a container downloads the checkpoint (a pod's model cache)
     health_path: str = Field(pattern=r"^/")
     health_source: str

@@ -86,7 +86,7 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
                                    "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
     app = name or _name(command, d)
     download = checkpoint_bytes(d, catalog, flags)
-    pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1)
+    pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1, hw.accel.vendor)
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
 
@@ -158,12 +158,13 @@ ManifestDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar
 
 @dataclass(frozen=True)
 class PodSetup:
-    """What every pod of a manifest shares: its model cache, its startup probe's window, and whether it holds
-    more than one GPU (its /dev/shm: ``shm_bytes_multi_gpu``)."""
+    """What every pod of a manifest shares: its model cache, its startup probe's window, whether it holds
+    more than one GPU (its /dev/shm: ``shm_bytes_multi_gpu``) and its GPUs' vendor (``shm_bytes_by_vendor``)."""
 
     cache: CacheVolume
     startup_failures: int
     multi_gpu: bool
+    vendor: str = ""
 
 
 def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str,
@@ -175,7 +176,8 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
     if command.files:
         volumes.append({"name": "options", "configMap": {"name": options_map}})
         mounts.append({"name": "options", "mountPath": OPTIONS_DIR, "readOnly": True})
-    shm = flags.shm_bytes_multi_gpu if setup.multi_gpu and flags.shm_bytes_multi_gpu else flags.shm_bytes
+    shm = flags.shm_bytes_multi_gpu if setup.multi_gpu and flags.shm_bytes_multi_gpu else \
+        flags.shm_bytes_by_vendor.get(setup.vendor, flags.shm_bytes)
     if shm is not None:
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _quantity(shm.value)}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
