@@ -7,8 +7,10 @@ pod finds the checkpoint it fetched: a PersistentVolumeClaim the user names (``p
 node (an absolute path, a ``hostPath``); unnamed, the claim ``DEFAULT_CLAIM``, which must exist. The token comes
 from the Secret ``TOKEN_SECRET`` (key ``token``), marked optional so a public model starts without it. A
 startup probe holds off the readiness and liveness checks while the pod downloads and loads its weights: its
-window is the checkpoint's download at the engine record's assumed rate (``download_bytes_per_s``) plus
-``LOAD_WINDOW_S`` for loading, graph capture and warm-up.
+window is the download of the checkpoint the launch serves (the 16-bit build where the engine quantizes at
+load; none where its size is unknown) at the engine record's assumed rate (``download_bytes_per_s``) plus
+``LOAD_WINDOW_S`` for loading, graph capture and warm-up; a router that gives up on workers still starting
+waits as long (``startup_window_s``).
 """
 
 from __future__ import annotations
