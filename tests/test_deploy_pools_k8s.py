@@ -113,7 +113,7 @@ def test_the_vllm_router_pod_runs_a_router_its_image_ships(catalog):
     docs = list(yaml.safe_load_all(plan.manifest))
     router = next(x for x in docs if x["kind"] == "Deployment" and x["metadata"]["name"].endswith("-router"))
     container = router["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == "vllm/vllm-router:nightly" != plan.image
+    assert container["image"] == "vllm/vllm-router:v0.1.17" != plan.image  # a release tag, never nightly
     assert container["command"] == ["vllm-router"]
     assert not any(a.startswith("tests/") or a.endswith(".py") for a in container["args"])
     services = _services(plan.manifest)

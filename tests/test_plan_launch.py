@@ -43,3 +43,47 @@ def test_plan_json_carries_the_launch_under_deploy():
     data = json.loads(r.stdout)
     argv = shlex.split(data["deploy"].splitlines()[-1])
     assert _flag(argv, "--data-parallel-size") == data["capacity"]["cell"]["data_parallel_size"]
+
+
+def test_plan_pools_on_bare_gpus_keep_to_each_host(catalog):
+    """Bare 8-GPU hosts, two TP-4 decode cells and two TP-2 prefill instances: 12 GPUs over two hosts, each
+    worker on GPUs 0-7 of its own host, bought or rented on 8-GPU instances."""
+    for rented in (False, True):
+        s = Scenario.model_validate({
+            "name": "pools on bare GPUs", "model": "gpt-oss-120b", "workload": {"preset": "chat-seat"},
+            "platform": {"gpu": "h100-sxm", "gpus": 8, "quote_usd_per_system": 250000}, "rented": rented,
+            "target_users": 200, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+            "prefill_pool": {"instances": 2, "cell": {"tensor_parallel_size": 2}}})
+        text = plan_launch(catalog, s, plan(s, catalog)).text
+        assert "# on HOST1:" in text
+        devices = [int(g) for line in text.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")
+                   for g in line.split()[0].split("=")[1].split(",")]
+        assert max(devices) == 7
+
+
+def test_plan_prints_the_first_hosts_part_of_a_pools_script(tmp_path):
+    """The text output cuts a script over several hosts at its second host's header, under a pools heading, and
+    prints a one-host script whole."""
+    scenario = tmp_path / "pools.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "pools on bare GPUs", "model": "gpt-oss-120b", "workload": {"preset": "chat-seat"},
+        "platform": {"gpu": "h100-sxm", "gpus": 8, "quote_usd_per_system": 250000}, "target_users": 200,
+        "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+        "prefill_pool": {"instances": 2, "cell": {"tensor_parallel_size": 2}}}))
+    out = CliRunner().invoke(app, ["plan", str(scenario), "--draws", "0"], terminal_width=400).output
+    assert "Launch (the prefill and decode pools and their router):" in out
+    assert "# on HOST0:" in out and "# on HOST1:" not in out
+    assert out.count("vllm serve") == 3  # HOST0's two prefill workers and one decode worker
+    whole = CliRunner().invoke(app, ["plan", str(EXAMPLE), "--draws", "0"], terminal_width=400).output
+    assert "Launch (one replica cell):" in whole and "more lines" not in whole
+
+
+def test_the_api_plan_carries_the_launch_the_cli_json_does(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+    scenario = yaml.safe_load(EXAMPLE.read_text())
+    body = TestClient(create_app(tmp_path / "test.db")).post("/api/plan", json={"scenario": scenario, "draws": 0}).json()
+    cli = json.loads(CliRunner().invoke(app, ["plan", str(EXAMPLE), "--json", "--draws", "0"]).stdout)
+    assert body["deploy"] == cli["deploy"] and body["deploy_notes"] == cli["deploy_notes"]
+    assert body["deploy"].splitlines()[-1].startswith("vllm serve")

@@ -290,6 +290,8 @@ class EngineFlags(Frozen):
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     # a container of more than one GPU (tensor-parallel ranks share tensors through /dev/shm); None: shm_bytes
     shm_bytes_multi_gpu: Bytes | None = None
+    # a one-GPU container on a vendor's GPUs where the engine's guide sizes its /dev/shm apart (vendor -> bytes)
+    shm_bytes_by_vendor: dict[str, Bytes] = {}
     model_cache: ModelCache | None = None  # where a container downloads the checkpoint (a pod's model cache)
     health_path: str = Field(pattern=r"^/")
     health_source: str
@@ -447,7 +449,8 @@ def check_engine_flags(catalog) -> None:
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source, flags.disaggregation.peer_address.source,
                     *filter(None, [flags.disaggregation.peer_address.router_source, flags.disaggregation.router_source,
-                                   flags.disaggregation.router_image_source])) if flags.disaggregation else ()),
+                                   flags.disaggregation.router_image_source,
+                                   flags.disaggregation.router_startup_timeout_source])) if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
                     *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
                     *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))

@@ -84,6 +84,10 @@ class DisaggregationRule(Frozen):
     # the image the router runs on Kubernetes where the engine's image does not ship it (None: the engine's)
     router_image: str | None = None
     router_image_source: str | None = None
+    # the router's flag for the seconds it waits for the workers to start before it gives up (None: it has none);
+    # given the startup window a worker's Kubernetes probe allows (deploy.model_cache)
+    router_startup_timeout_flag: str | None = None
+    router_startup_timeout_source: str | None = None
     router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
     # what each worker listens on: the first worker's port (None: the engine's default port), the next
     # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag

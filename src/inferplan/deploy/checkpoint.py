@@ -37,7 +37,7 @@ class ServedModel:
 
 
 def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedModel:
-    card = _card(d, catalog)
+    card = card_of(d, catalog)
     quant = catalog.quantization(d.quantization, field_name="quantization").id if d.quantization else None
     if flags.model_source == "gguf_file":
         spec = _spec(d, catalog)
@@ -84,7 +84,7 @@ def _made_with(catalog: Catalog, engine: str, quant: str | None) -> str:
     return f" (a published one, or one made from a 16-bit checkpoint with {rules.converts_with})"
 
 
-def _card(d: Deployment, catalog: Catalog) -> ModelCard | None:
+def card_of(d: Deployment, catalog: Catalog) -> ModelCard | None:
     """The catalogue card of ``d.model``, or None for a path or a repo id the catalogue lacks."""
     try:
         return catalog.model(d.model, field_name="model")

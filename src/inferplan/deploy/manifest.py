@@ -35,7 +35,7 @@ from inferplan.deploy.output import Output
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import instance_gpus
 from inferplan.deploy.model_cache import (PROBE_PERIOD_S, CacheVolume, cache_comment, cache_parts, cache_volume,
-                                          checkpoint_bytes, startup_failures)
+                                          check_cache_kept, check_cache_stated, checkpoint_bytes, startup_failures)
 from inferplan.units import GiB, MiB
 
 OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
@@ -70,6 +70,7 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
+    check_cache_kept(model_cache, flags, command.runner, catalog)
     ollama = ollama_launch_data(catalog) if command.runner == "ollama" else None
     image = EngineImage(image=ollama.image(hw.accel.vendor)) if ollama and ollama.image(hw.accel.vendor) else \
         None if ollama else engine_image(flags, hw.accel.vendor, command.engine_version, later_release(command.argv, flags))
@@ -84,8 +85,8 @@ def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: 
         raise InvalidScenarioError(f"{hw.gpus} GPUs are not a whole number of {per_pod}-GPU instances "
                                    "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
     app = name or _name(command, d)
-    download = checkpoint_bytes(d, catalog)
-    pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1)
+    download = checkpoint_bytes(d, catalog, flags)
+    pod_setup = PodSetup(cache, startup_failures(flags, download), instance_gpus(d) > 1, hw.accel.vendor)
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
 
@@ -157,12 +158,13 @@ ManifestDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar
 
 @dataclass(frozen=True)
 class PodSetup:
-    """What every pod of a manifest shares: its model cache, its startup probe's window, and whether it holds
-    more than one GPU (its /dev/shm: ``shm_bytes_multi_gpu``)."""
+    """What every pod of a manifest shares: its model cache, its startup probe's window, whether it holds
+    more than one GPU (its /dev/shm: ``shm_bytes_multi_gpu``) and its GPUs' vendor (``shm_bytes_by_vendor``)."""
 
     cache: CacheVolume
     startup_failures: int
     multi_gpu: bool
+    vendor: str = ""
 
 
 def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str,
@@ -174,7 +176,8 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
     if command.files:
         volumes.append({"name": "options", "configMap": {"name": options_map}})
         mounts.append({"name": "options", "mountPath": OPTIONS_DIR, "readOnly": True})
-    shm = flags.shm_bytes_multi_gpu if setup.multi_gpu and flags.shm_bytes_multi_gpu else flags.shm_bytes
+    shm = flags.shm_bytes_multi_gpu if setup.multi_gpu and flags.shm_bytes_multi_gpu else \
+        flags.shm_bytes_by_vendor.get(setup.vendor, flags.shm_bytes)
     if shm is not None:
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _quantity(shm.value)}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -250,6 +253,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
     """The launch command of ``d`` and, for ``k8s``, the manifest that runs it; refused where ``fit`` or
     ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
+    check_cache_stated(model_cache, output_format)
     d = with_default_engine(d, catalog)
     check_deployable(with_draft(d, catalog, planned_speculative(d, catalog, speculative)), catalog)
     unchecked = unchecked_model_note(d, catalog)  # a model name the catalogue lacks: a repo id, or refused

@@ -24,6 +24,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, engine_flags, here_document,
                                       launch_command, planned_speculative, with_draft)
 from inferplan.deploy.nodes import OWN_VARIABLE, env_words
+from inferplan.deploy.model_cache import startup_window_s
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
@@ -114,7 +115,8 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
                                        address=address)
         on_host[host_index].append(made[key])
         workers[role].append(Worker(_host(host_index, several), made[key].port, worker_ports(rule, slot)))
-    return _assemble(_groups(on_host), workers, rule, several)
+    window_s = max(startup_window_s(d, catalog, flags) for d in (prefill, decode))  # the router waits as long
+    return _assemble(_groups(on_host), workers, rule, several, window_s)
 
 
 def _groups(on_host: dict[int, list[LaunchCommand]]) -> tuple[HostGroup, ...]:
@@ -156,7 +158,8 @@ def _where(group: HostGroup) -> str:
     return f"# on each of HOST{group.first_host}–HOST{group.last_host} ({group.last_host - group.first_host + 1} hosts):"
 
 
-def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], rule, several: bool) -> PoolsLaunch:
+def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], rule, several: bool,
+              startup_window_s: int | None = None) -> PoolsLaunch:
     files: dict[str, LaunchFile] = {}
     lines: list[str] = []
     told = rule.peer_address.env if several else None  # the engine is told its worker's own address
@@ -174,7 +177,7 @@ def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], r
         router_config = LaunchFile(path=rule.router_file.name, text=yaml.safe_dump(config, sort_keys=False))
         files[router_config.path] = router_config
         lines.append(here_document(router_config))
-    router = router_argv(rule, workers)
+    router = router_argv(rule, workers, startup_window_s=startup_window_s)
     if several:
         lines.append("# on HOST0:")
     lines.append(shlex.join(router))

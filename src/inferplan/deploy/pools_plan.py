@@ -23,6 +23,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.copies import copies_note
 from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
+from inferplan.deploy.model_cache import check_cache_stated, startup_window_s
 from inferplan.deploy.manifest import OPTIONS_DIR, ManifestDumper, manifest_parts, pod_address
 from inferplan.deploy.output import Output
 from inferplan.deploy.pod_discovery import access_docs, discovering_pod, discovery_argv, prefill_annotations
@@ -96,6 +97,7 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
     (``prefill_deployment``), each refused where ``fit`` or ``perf`` refuse it; ``speculative``: the decode
     pool's drafts; ``model_cache``: the pods' model cache (``deploy.model_cache``). An engine without prefill/decode disaggregation is refused naming ``prefill_instances``."""
     catalog = catalog or load_catalog()
+    check_cache_stated(model_cache, output_format)
     d = with_default_engine(d, catalog)
     flags = engine_flags(catalog, d.engine)
     if flags.disaggregation is None:
@@ -160,7 +162,8 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
         raise UnsupportedSettingError(f"{flags.engine}'s router finds the pools' pods on one port, and its prefill and "
                                       "decode pods serve on different ones", field="format", allowed="shell")
     app = workers["decode"][0].host.removesuffix("-decode") + "-router"
-    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine, discovery), Dumper=ManifestDumper,
+    window_s = max(startup_window_s(d, catalog, flags) for d in (pre, decode))  # as long as the workers' probes
+    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine, discovery, window_s), Dumper=ManifestDumper,
                                sort_keys=False))
     if discovery:
         note = ("the router finds each pool's pods itself through the Kubernetes API (by their app.kubernetes.io/name "
@@ -178,12 +181,14 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
             "notes": tuple(dict.fromkeys((*(n for n in worker_notes(commands) if n not in copies), *image.notes, note)))}
 
 
-def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine: str, discovery=None) -> list[dict]:
+def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine: str, discovery=None,
+            startup_window_s: int | None = None) -> list[dict]:
     """The router as a Deployment of one pod (no GPU) and a Service on its port; its config file, where it
     reads one, from a ConfigMap in its working directory; with ``discovery``, finding the pools' pods itself
     under its own ServiceAccount (``deploy.pod_discovery``)."""
     labels = lambda: {"app.kubernetes.io/name": app, "app.kubernetes.io/component": "router"}  # noqa: E731
-    argv = discovery_argv(rule, discovery, workers) if discovery else router_argv(rule, workers)
+    argv = discovery_argv(rule, discovery, workers) if discovery else router_argv(rule, workers,
+                                                                                startup_window_s=startup_window_s)
     config = router_file(rule, workers)
     docs: list[dict] = access_docs(app, labels) if discovery else []
     container: dict = {"name": f"{engine}-router", "image": rule.router_image or image, "command": list(argv[:1]), "args": list(argv[1:]),

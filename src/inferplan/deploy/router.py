@@ -41,9 +41,11 @@ def _fill(text: str, role: str, worker: Worker | None, workers: dict[str, list[W
 
 
 def router_argv(rule: DisaggregationRule, workers: dict[str, list[Worker]],
-                template: tuple[str | tuple[str, ...], ...] | None = None) -> tuple[str, ...]:
+                template: tuple[str | tuple[str, ...], ...] | None = None,
+                startup_window_s: int | None = None) -> tuple[str, ...]:
     """The router's argv for these workers (from ``template``, default the rule's router): an argument naming
-    one role's worker written once per worker, a nested group once per worker."""
+    one role's worker written once per worker, a nested group once per worker; ``startup_window_s``: how long it
+    waits for the workers to start, where the router takes it (``router_startup_timeout_flag``)."""
     argv: list[str] = []
     for item in rule.router if template is None else template:
         group = (item,) if isinstance(item, str) else item
@@ -53,6 +55,8 @@ def router_argv(rule: DisaggregationRule, workers: dict[str, list[Worker]],
             continue
         for worker in workers[role]:
             argv += [_fill(part, role, worker, workers) for part in group]
+    if rule.router_startup_timeout_flag and startup_window_s:
+        argv += [rule.router_startup_timeout_flag, str(startup_window_s)]
     return tuple(argv)
 
 

@@ -24,6 +24,7 @@ from inferplan.performance.serving import Frontier, frontier
 from inferplan.report.cards import Card, headline_notes, plan_cards
 from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
+from inferplan.search.deploying import plan_launch
 from inferplan.search.experts_over_dp import EXPERTS_OVER_DP
 from inferplan.units import GiB
 
@@ -47,6 +48,8 @@ class PlanView(BaseModel):
     memory_summary: str
     quote_note: str | None = None
     headline_notes: list[str] = []  # what the headline figures must be read with (report/cards.headline_notes)
+    deploy: str = ""  # the sized cell's launch command (search/deploying.plan_launch), as plan --json gives it
+    deploy_notes: list[str] = []
 
 
 class MemoryView(BaseModel):
@@ -75,9 +78,10 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     notes = _card_sources(result, s, catalog or load_catalog())
     cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
              for c in plan_cards(result, request.currency)]
+    launch = plan_launch(catalog, s, result)
     return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
                     memory=part.memory, frontier=part.frontier, memory_summary=part.memory_summary, quote_note=quote_note,
-                    headline_notes=headline_notes(result))
+                    headline_notes=headline_notes(result), deploy=launch.text, deploy_notes=list(launch.notes))
 
 
 def memory_view(s: Scenario, catalog: Catalog | None = None) -> MemoryView:

@@ -95,7 +95,7 @@ def plan_launch(catalog: Catalog | None, s: Scenario, r: PlanResult) -> LaunchTe
     d = cell_deployment(catalog, s, r.accelerator, r.workload, c, system=s.platform.system if spans else None)
     spec = s.speculative
     drafts = Speculative(method=spec.planned_method, tokens=spec.tokens, draft_model=spec.draft_model) if spec else None
-    system_gpus = r.gpus_per_system if s.platform.system is not None else None
+    system_gpus = r.rented_instance_gpus or r.gpus_per_system  # a host's GPUs: a rented instance's, else a loadout's
     layout = LaunchLayout(c.gpus, c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size,
                           c.expert_parallel, drafts, system_gpus)
     cells = r.stated_replicas or r.loadouts * r.capacity.cells

@@ -312,7 +312,7 @@ def plan_cmd(
             render.print_uncertainty(console, uncertainty, result, currency, explain)
         elif draws:
             console.print(f"Monte Carlo: {no_draws_reason(result)}")
-        render.print_launch(console, launch.text, launch.notes, explain)
+        render.print_launch(console, launch.text, launch.notes, explain, pools=s.prefill_pool is not None)
 
 
 @app.command("racks")

@@ -367,15 +367,19 @@ def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bo
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")
 
 
-LAUNCH_LINES = 3  # the launch lines plan prints by default: one host's part of a script over several hosts
+HOST_HEADERS = ("# host ", "# on ")  # the comment a launch script starts each host's part with (deploy.nodes, pools)
 
 
-def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: bool = False) -> None:
+def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: bool = False,
+                 pools: bool = False) -> None:
     """A launch command as whole lines (soft-wrapped by the terminal, so it copies as typed), then its notes; a
-    script over several hosts its first host's part unless ``explain``, to keep the answer on one screen."""
-    console.print("[bold]Launch (one replica cell):[/]")
+    script over several hosts its first host's part unless ``explain``, to keep the answer on one screen;
+    ``pools``: the script of a prefill and a decode pool and their router."""
+    console.print("[bold]Launch (the prefill and decode pools and their router):[/]" if pools else
+                  "[bold]Launch (one replica cell):[/]")
     lines = text.splitlines()
-    shown = lines if explain else lines[:LAUNCH_LINES]
+    headers = [i for i, line in enumerate(lines) if line.startswith(HOST_HEADERS)]
+    shown = lines if explain or len(headers) < 2 else lines[:headers[1]]
     for line in shown:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     if len(shown) < len(lines):
