@@ -1,0 +1,34 @@
+"""A long launch line broken with shell continuations reads within the width and runs as the same command."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from inferplan.shells.command_lines import continued
+
+LONG = ("CUDA_VISIBLE_DEVICES=0,1,2,3 python3 -m sglang.launch_server --model-path nvidia/Qwen3-235B-A22B-FP8 "
+        "--tp-size 4 --enable-dp-attention --chat-template 'a b  c' --json-model-override-args "
+        "'{\"rope_scaling\": {\"type\": \"yarn\"}}' --host 0.0.0.0 --port 30000")
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_a_broken_line_runs_as_the_line_it_was(width):
+    line = "printf '[%s]\\n' " + LONG
+    lines = continued(line, width)
+    assert len(lines) > 1 and all(part.endswith(" \\") for part in lines[:-1])
+    # a part runs past the width only where it is one flag and its value, which no break parts
+    assert all(len(part) <= width or part.strip(" \\").count(" --") == 0 for part in lines)
+    run = lambda script: subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout  # noqa: E731
+    assert run("\n".join(lines)) == run(line)
+
+
+def test_a_flag_keeps_its_value_on_its_line():
+    lines = continued(LONG, 60)
+    assert any("--port 30000" in part for part in lines) and any("--tp-size 4" in part for part in lines)
+
+
+@pytest.mark.parametrize("line", ["# on HOST0 (10.0.0.1): " + "x " * 60, "short command", "echo 'unbalanced " + "y " * 50])
+def test_comments_short_lines_and_unbalanced_quotes_stay_whole(line):
+    assert continued(line, 60) == [line]
