@@ -14,7 +14,8 @@ import yaml
 from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
-from inferplan.catalog.flags_schema import EngineFlags, Setting
+from inferplan.catalog.flag_parts_schema import Setting
+from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command
 from inferplan.deploy.command import engine_flags
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError

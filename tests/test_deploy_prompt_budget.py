@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from inferplan.deploy import kubernetes_manifest, launch_command
-from inferplan.catalog.flags_schema import PromptBudget
+from inferplan.catalog.flag_parts_schema import PromptBudget
 from inferplan.deploy.command import Speculative, engine_flags
 from inferplan.deploy.prompt_budget import chunked_prefill, chunked_prefill_options
 from inferplan.errors import UnsupportedSettingError

@@ -8,7 +8,8 @@ A flag younger than the stated release (``FlagRule.first_release``) is neither n
 
 from __future__ import annotations
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule, OptionRule
+from inferplan.catalog.flag_parts_schema import OptionRule
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule
 from inferplan.catalog.memory_rules import parse_engine_version
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment

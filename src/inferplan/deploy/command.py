@@ -17,7 +17,8 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
-from inferplan.catalog.flags_schema import EngineFlags, LaterFlags, flags_for
+from inferplan.catalog.flag_parts_schema import LaterFlags
+from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.memory.hardware import build_note, with_default_engine
 from inferplan.memory.fit import as_planned, plan_memory
 from inferplan.memory.host_budget import unstated_host_note

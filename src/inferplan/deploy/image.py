@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from inferplan.catalog.flags_schema import EngineFlags, LaterFlags
+from inferplan.catalog.flag_parts_schema import LaterFlags
+from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import parse_engine_version
 from inferplan.deploy.output import Output

@@ -14,7 +14,8 @@ A stated budget shorter than that prompt is refused, naming ``max_model_len``, b
 from __future__ import annotations
 
 from inferplan.catalog.architecture import LayerKind
-from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, PromptBudget, flags_for
+from inferplan.catalog.flag_parts_schema import ChunkingFeature, PromptBudget
+from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.errors import InferplanError, UnsupportedSettingError
