@@ -63,7 +63,9 @@ def test_a_whole_prompt_releases_speed_budget_is_its_step_not_the_context(catalo
 
 
 @pytest.mark.parametrize(("release", "gpu", "chunk"), [
-    ("0.3.6", "rtx-4090", 2048),  # 0.3.6 divides the chunk by 4 below 25,000 MiB, a stated one too
+    ("0.3.5.post1", "rtx-4090", 8192),  # a stated chunk as stated before 0.3.5.post2
+    ("0.3.5.post2", "rtx-4090", 2048),  # 0.3.5.post2-0.3.6.post3 divide the chunk by 4 below 25,000 MiB, a stated one too
+    ("0.3.6", "rtx-4090", 2048),
     ("0.3.6", "h100-sxm", 8192),
     ("0.4.0", "rtx-4090", 8192),  # from 0.4.0 only the default is picked by the GPU
 ])

@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from inferplan.shells.command_lines import continued
+from inferplan.shells.command_lines import script_lines
 from inferplan.units import GB, GiB, plural
 
 
@@ -374,7 +374,7 @@ HOST_HEADERS = ("# host ", "# on ")  # the comment a launch script starts each h
 def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: bool = False,
                  pools: bool = False) -> None:
     """A launch command broken to the terminal's width with shell continuations (it still pastes as one
-    command: ``command_lines.continued``), then its notes; a
+    command: ``command_lines.script_lines``), then its notes; a
     script over several hosts its first host's part unless ``explain``, to keep the answer on one screen;
     ``pools``: the script of a prefill and a decode pool and their router."""
     console.print("[bold]Launch (the prefill and decode pools and their router):[/]" if pools else
@@ -382,7 +382,7 @@ def print_launch(console: Console, text: str, notes: tuple[str, ...], explain: b
     lines = text.splitlines()
     headers = [i for i, line in enumerate(lines) if line.startswith(HOST_HEADERS)]
     shown = lines if explain or len(headers) < 2 else lines[:headers[1]]
-    for line in (part for whole in shown for part in continued(whole, console.width)):
+    for line in script_lines("\n".join(shown), console.width):
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     if len(shown) < len(lines):
         console.print(f"  … {len(lines) - len(shown)} more lines: --explain prints the whole script (--json: deploy)",

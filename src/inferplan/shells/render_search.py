@@ -10,7 +10,7 @@ from rich.table import Table
 from inferplan.report.search_view import (api_text, cost_text, deployment_text, infeasible_text, latency_text,
                                           near_miss_text, near_misses_title, pareto_text, summary_text)
 from inferplan.search.result import SearchResult
-from inferplan.shells.command_lines import continued
+from inferplan.shells.command_lines import script_lines
 
 
 def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False,
@@ -52,7 +52,7 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
 def _print_picks(console: Console, r: SearchResult, *, show_deploy: bool) -> None:
     """Each pick's notes under the table, numbered by rank, and with ``show_deploy`` its launch command
     broken to the terminal's width with shell continuations, never folded inside a cell, so it pastes as one
-    command (``command_lines.continued``)."""
+    command (``command_lines.script_lines``)."""
     for d in r.results:
         if d.notes:
             console.print(f"[bold]#{d.rank} notes[/]")
@@ -60,5 +60,5 @@ def _print_picks(console: Console, r: SearchResult, *, show_deploy: bool) -> Non
                 console.print(f"  {escape(note)}", highlight=False)
         if show_deploy:
             console.print(f"[bold]#{d.rank} launch[/]")
-            for line in (part for whole in d.deploy.splitlines() for part in continued(whole, console.width)):
+            for line in script_lines(d.deploy, console.width):
                 console.print(line, soft_wrap=True, markup=False, highlight=False)
