@@ -102,7 +102,17 @@ function clearAnswer() {
   for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = $("answer-size").textContent = $("build-note").textContent = "";
   $("placement-note").textContent = "";
+  showLaunch({ deploy: "", deploy_notes: [] });
   for (const figure of document.querySelectorAll(PLAN_FIGURES)) clearFigure(figure);
+}
+
+// the launch command of the cell the plan sized and its notes, as `inferplan plan` prints them (--json: deploy)
+function showLaunch(view) {
+  $("launch-command").textContent = view.deploy;
+  $("launch-notes").replaceChildren(...view.deploy_notes.map((n) => {
+    const li = document.createElement("li"); li.textContent = n; return li;
+  }));
+  $("launch").hidden = !view.deploy;
 }
 
 // Draws a view's charts, emptying every plan figure the view has no chart for (a plan without
@@ -179,6 +189,7 @@ async function update() {
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     showMemory(view);
+    showLaunch(view);
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     if ($("target_users").value === "") $("target_users").placeholder = `${view.result.target_users} (the default)`;
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
