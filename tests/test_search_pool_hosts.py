@@ -1,26 +1,87 @@
-"""inferplan writes a disaggregated pick's pool workers for one host each (``deploy.nodes.pool_spans_note``), so the
-search tries separate pools only with cells whose instance one host holds."""
+"""A search tries separate pools with any instance ``inferplan deploy`` writes: one host's, or one over several hosts
+where the engine's ``multi_host`` record starts it (``deploy.nodes.over_hosts_refusal``); an instance of an engine
+with no multi-host launch stays out of the pools when one host does not hold it."""
 
 from __future__ import annotations
 
-from inferplan.deploy.nodes import host_split
-from inferplan.search.evaluate import cell_deployment, model_cell
+import re
+
+import pytest
+
+from inferplan.deploy.nodes import over_hosts_refusal
+from inferplan.inputs.deployment import Deployment
+from inferplan.search.evaluate import model_cell
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.request import SearchRequest
+from inferplan.search.run import search
 from inferplan.search.space import build_space
 
+TRAY_GPUS = 4  # a GB200 NVL72's OS host: one compute tray
 
-def test_no_pool_runs_a_cell_wider_than_one_host(catalog):
-    """On a GB200 NVL72 one OS host is a 4-GPU compute tray: TP8 cells of Qwen3-8B run aggregated (their
-    launch spans trays), and only cells of at most 4 GPUs run as a prefill or decode pool."""
-    req = SearchRequest(models=("qwen3-8b",), systems=("gb200-nvl72",), engines=("vllm",), quantizations=("bf16",),
+
+def _pools_by_gpus(catalog, engine: str) -> dict[int, bool]:
+    req = SearchRequest(models=("qwen3-8b",), systems=("gb200-nvl72",), engines=(engine,), quantizations=("bf16",),
                         kv_cache_dtypes=("auto",), speculative=False, request_rate_per_s=1.0, input_len=2000,
                         output_len=500)
     rl = resolve_load(catalog, req)
     cells = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells
     costs = unit_costs(catalog, cells[0].platform, "qwen3-8b")
-    pools = {c.gpus: model_cell(catalog, c, rl, costs, disaggregate=True).disaggregates for c in cells}
-    assert any(g > 4 for g in pools) and any(g <= 4 for g in pools), pools
-    assert pools == {g: g <= 4 for g in pools}
-    assert all((host_split(cell_deployment(c, rl), catalog) is None) == (c.gpus <= 4) for c in cells)
+    return {c.gpus: model_cell(catalog, c, rl, costs, disaggregate=True).disaggregates for c in cells}
+
+
+def test_a_pool_instance_over_compute_trays_is_searched_where_the_engine_starts_it_per_host(catalog):
+    """vLLM starts a TP8 instance over two 4-GPU trays (--nnodes), so its TP8 cells run as a pool too."""
+    pools = _pools_by_gpus(catalog, "vllm")
+    assert any(g > TRAY_GPUS for g in pools), pools
+    assert all(pools.values()), pools
+
+
+@pytest.mark.parametrize("engine, layout, refused", [
+    ("trtllm", {"tensor_parallel_size": 8}, "no multi-host launch"),  # TensorRT-LLM's MPI launch is not written
+    ("sglang", {"tensor_parallel_size": 4, "data_parallel_size": 2}, "data-parallel"),  # whole copies over trays
+    ("sglang", {"tensor_parallel_size": 8}, None),
+    ("vllm", {"tensor_parallel_size": 8}, None),
+    ("trtllm", {"tensor_parallel_size": 4}, None),  # one tray
+])
+def test_what_deploy_cannot_write_over_hosts_is_kept_out_of_the_pools(catalog, engine, layout, refused):
+    d = Deployment(model="qwen3-8b", gpu="gb200", gpus=8 if layout != {"tensor_parallel_size": 4} else 4,
+                   engine=engine, **layout)
+    reason = over_hosts_refusal(d, catalog)
+    assert (reason is None) == (refused is None) and (refused is None or refused in reason), reason
+
+
+@pytest.fixture(scope="module")
+def wide(catalog):
+    """DeepSeek-V3 on a GB200 NVL72: no instance of one tray holds it, so every pool spans trays."""
+    return search(SearchRequest(models=("deepseek-v3",), systems=("gb200-nvl72",), engines=("sglang",),
+                                quantizations=("fp8",), kv_cache_dtypes=("auto",), speculative=False,
+                                request_rate_per_s=5.0, input_len=4000, output_len=1000, disaggregated=True, top=3),
+                  catalog)
+
+
+def _spanning(res):
+    picks = [r for r in res.results if r.disaggregated and all(p.gpus_per_instance > TRAY_GPUS for p in r.pools)]
+    assert picks, [(r.rank, r.disaggregated) for r in res.results]
+    return picks
+
+
+def test_a_disaggregated_pick_of_deepseek_v3_on_a_gb200_nvl72_runs_pools_over_trays(wide):
+    for r in _spanning(wide):
+        lines = r.deploy.splitlines()
+        for p in r.pools:  # each instance's hosts: one line per tray, its role on every one
+            hosts = p.gpus_per_instance // TRAY_GPUS
+            role = [line for line in lines if f"--disaggregation-mode {p.role}" in line]
+            assert len(role) == p.instances * hosts, (p, r.deploy)
+            assert all(f"--nnodes {hosts} " in line for line in role)
+            assert sorted(int(re.search(r"--node-rank (\d+)", line).group(1)) for line in role) == \
+                sorted(list(range(hosts)) * p.instances)
+        leaders = re.findall(r"http://(HOST\d+):", lines[-1])  # the router names each instance's first tray
+        assert len(leaders) == sum(p.instances for p in r.pools)
+        assert all(f'--dist-init-addr "${h}_IP:' in r.deploy for h in leaders)
+
+
+def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_nvlink(wide):
+    inside = [r for r in _spanning(wide) if sum(p.instances * p.gpus_per_instance for p in r.pools) <= 72]
+    assert inside
+    assert {r.kv_transfer_link for r in inside} == {"nvlink5"}

@@ -33,7 +33,7 @@ from inferplan.deploy.copies import copies_note
 from inferplan.catalog.flag_scope import check_flag_release, check_parallel_release, option_rule, per_rank_value, runs_attention_dp
 from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, parallel_args,
                                         quantization_args, set_option)
-from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
+from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script
 from inferplan.deploy.checkpoint import served_model
 from inferplan.deploy.checks import one_instance
 from inferplan.deploy.image import planned_engine_release
@@ -122,14 +122,15 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
                    devices: tuple[int, ...] | None = None, target: Target = "shell",
-                   address: str | None = None) -> LaunchCommand:
+                   address: str | None = None, head_host: int | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
     workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
     ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable); ``address``: a pool
     worker's address its peers reach it at, where the engine is told it (``DisaggregationRule.peer_address``;
-    default ``PREFILL_HOST`` / ``DECODE_HOST``, the router note's names). A setting the launcher
+    default ``PREFILL_HOST`` / ``DECODE_HOST``, the router note's names); ``head_host``: in a pools script, the
+    host a pool instance over several hosts starts on (``deploy.nodes.pool_addressing``). A setting the launcher
     has no flag for that only bounds the plan (``EngineFlags.plan_bounds``: MLX's context, which each request
     bounds) is said in a note, so the flags fit and perf took start the same deployment here."""
     catalog = catalog or load_catalog()
@@ -206,8 +207,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
                           before=tuple(here_document(f) for f in files), target=target, env=env,
-                          attention_dp=runs_attention_dp(d, flags)) if role == "both" else None
-    spans = spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ()
+                          attention_dp=runs_attention_dp(d, flags), head_host=head_host)
+    spans = spread.notes if spread else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
     argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)

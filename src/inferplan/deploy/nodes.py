@@ -11,7 +11,11 @@ does not hold the instance (``fit`` may plan such a layout; a Kubernetes manifes
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
 address a Kubernetes LeaderWorkerSet gives its pods in a manifest (``LEADER_WORKER_SET``); so are the other hosts'
-where host 0 names them (llama.cpp's ``--rpc``): ``$HOST1_IP`` … in a shell script.
+where host 0 names them (llama.cpp's ``--rpc``): ``$HOST1_IP`` … in a shell script. A disaggregated pool's
+instance over several hosts is written the same way, its role's flags on every host (SGLang's PD guide starts
+each host of a multi-node prefill or decode instance with ``--disaggregation-mode`` beside ``--nnodes``,
+``--node-rank`` and ``--dist-init-addr``); in a pools script, whose hosts are ``HOST0``, ``HOST1`` …, its head is
+the script's host ``n`` it starts on, named ``$HOSTn_IP`` (``pool_addressing``).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-from inferplan.catalog.flags_schema import EngineFlags
+from inferplan.catalog.flag_scope import runs_attention_dp
+from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import release_key
 from inferplan.catalog.multihost_schema import MultiHostLaunch
+from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
@@ -44,11 +50,19 @@ class Addressing:
     head: str
     worker_rank: str | None = None  # one text every worker's command takes (a pod template's); None: its index
     check: str | None = None  # a shell line each host runs first
+    told: str = f"with {HEAD_VARIABLE} set to host 0's address"  # what the hosts' notes say to set
 
 
 SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of host 0}}"')
 # the variables LWS sets in every pod of a group (flags-lws-examples): the leader's address, the pod's index
 LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
+
+
+def pool_addressing(head_host: int) -> Addressing:
+    """A pool instance's hosts in a pools script: its head is the script's host ``head_host``, ``$HOSTn_IP``."""
+    variable = WORKER_VARIABLE.format(head_host)
+    return Addressing(f"${variable}", check=f': "${{{variable}:?set {variable} to the address of HOST{head_host}}}"',
+                      told="with HOSTn_IP set to the address of HOSTn, the instance's first host, where its lines name it")
 
 
 class HostCommand(Output):
@@ -71,22 +85,35 @@ class HostsLaunch:
     notes: tuple[str, ...]
 
 
-def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
-    """For one side of a disaggregated deployment (whose workers are written for one host each): a note when
-    its instance needs more than one host."""
+def over_hosts_refusal(d: Deployment, catalog: Catalog) -> str | None:
+    """Why no command per host is written for one instance of ``d`` (at its planned engine release) that spans hosts: the
+    engine has no multi-host launch, or none its release and the layout allow, or the GPUs split unevenly (None:
+    it fits one host, or its per-host commands are written), as ``hosts_launch`` would refuse it."""
     split = host_split(d, catalog)
-    return () if split is None else (f"{spans_hosts_note(split, d)}, which this one-host worker does not start: "
-                                     "state a layout that fits one host",)
+    if split is None:
+        return None
+    flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
+    if flags is None or not flags.multi_host:
+        return f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {d.engine}"
+    if split.gpus % split.hosts:
+        return f"{spans_hosts_note(split, d)}, and its GPUs do not split evenly over the hosts"
+    try:
+        _launch(d, flags, planned_engine_release(d, catalog), split, False, runs_attention_dp(d, flags))
+    except UnsupportedSettingError as exc:
+        return str(exc)
+    return None
 
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
-                 env: dict[str, str] | None = None, attention_dp: bool = False) -> HostsLaunch | None:
+                 env: dict[str, str] | None = None, attention_dp: bool = False,
+                 head_host: int | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
     each host running the engine runs first (its options file); ``env``: the environment it starts with;
     ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
-    expert parallelism), not whole copies of the model."""
+    expert parallelism), not whole copies of the model; ``head_host``: a pool instance's first host in a pools
+    script (``pool_addressing``), None: host 0 at ``$HEAD_IP``."""
     split = host_split(d, catalog)
     if split is None:
         return None
@@ -96,15 +123,15 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
         raise InvalidScenarioError(f"{spans_hosts_note(split, d)}, and {split.gpus} GPUs do not split evenly over "
                                    f"{split.hosts} hosts", field="tensor_parallel_size",
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
-    addressing = SHELL if target == "shell" else LEADER_WORKER_SET
+    addressing = LEADER_WORKER_SET if target == "k8s" else SHELL if head_host is None else pool_addressing(head_host)
     launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
     where = "host 0 (the head) serves the API; every host runs its own lines"
-    if addressing is SHELL and _names(launch, "{head}"):
-        where += f", with {HEAD_VARIABLE} set to host 0's address"
-    if addressing is SHELL and _names(launch, "{workers}"):
+    if addressing.check and _names(launch, "{head}"):
+        where += f", {addressing.told}"
+    if addressing.check and _names(launch, "{workers}"):
         where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on host 0 to the "
                   "other hosts' addresses")
     return HostsLaunch(split, commands, (f"{spans_hosts_note(split, d)}: {where}", *((launch.note,) if launch.note else ())))
@@ -186,7 +213,7 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
     else:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.workers)), before
     checks = (addressing.check,) if addressing.check and _names(launch, "{head}") else ()
-    if addressing is SHELL and i == 0 and _names(launch, "{workers}"):  # host 0 names the others (--rpc)
+    if addressing.check and i == 0 and _names(launch, "{workers}"):  # host 0 names the others (--rpc)
         checks += tuple(f': "${{{v}:?set {v} to the address of host {j}}}"'
                         for j, v in ((j, WORKER_VARIABLE.format(j)) for j in range(1, split.hosts)))
     lines = checks + lines

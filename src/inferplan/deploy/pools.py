@@ -17,20 +17,23 @@ engine_flags.yaml).
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 import yaml
 
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, engine_flags, here_document,
                                       launch_command, planned_speculative, with_draft)
-from inferplan.deploy.nodes import OWN_VARIABLE, env_words
+from inferplan.deploy.nodes import OWN_VARIABLE, env_words, over_hosts_refusal
+from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.host_span import host_split
 from inferplan.deploy.model_cache import startup_window_s
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
-from inferplan.memory.layout import instance_gpus
+from inferplan.memory.layout import instance_gpus, os_host_gpus
 
 LOCAL_HOST = "localhost"  # where the router reaches the workers when every one runs on its host
 # the most instances of one pool a launch script starts: its router's command names each by host and port
@@ -45,6 +48,7 @@ class HostGroup(Output):
     first_host: int
     last_host: int
     workers: tuple[LaunchCommand, ...]  # on each of the hosts, on its own GPUs and port
+    part: int | None = None  # a worker over several hosts: the hosts run its ``host_commands[part]``
 
 
 class PoolsLaunch(Output):
@@ -59,7 +63,7 @@ class PoolsLaunch(Output):
     @property
     def workers(self) -> tuple[LaunchCommand, ...]:
         """Each group's worker commands, in order (a command shared by a group's hosts once)."""
-        return tuple(w for group in self.hosts for w in group.workers)
+        return tuple(w for group in self.hosts if not group.part for w in group.workers)
 
 
 def check_listed(role: str, instances: int, *, why: str = "a launch script's router names each worker by its host "
@@ -92,42 +96,70 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
     for role, _, instances, _ in pools:
         check_listed(role, instances)
     first_port = rule.first_worker_port or flags.default_port
-    placed: list[tuple[str, Deployment, Speculative | None, int, int | None, int]] = []  # role, d, drafts, host, first GPU, GPUs
+    if host_gpus is not None:  # no more than one OS host sees (a GB200 NVL72's 4-GPU compute tray)
+        host_gpus = min(host_gpus, os_host_gpus(catalog, resolve_hardware(catalog, decode)))
+    placed: list[_Placed] = []
     gpu = 0
     for role, d, instances, spec in pools:
-        size = instance_gpus(as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog))
+        planned = as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog)
+        size, split = instance_gpus(planned), host_split(planned, catalog)
+        spans = split is not None and over_hosts_refusal(planned, catalog) is None
+        host_gpus = host_gpus or (split.host_gpus if spans else None)
         for _ in range(instances):
+            if spans:  # on hosts of its own, whole: from the next host with no worker on it
+                host_index = -(-gpu // host_gpus)
+                gpu = (host_index + split.hosts) * host_gpus
+                placed.append(_Placed(role, d, spec, host_index, None, size, split.hosts))
+                continue
             host_index, first = _place(gpu, size, host_gpus)
             gpu = host_index * (host_gpus or 0) + (first or 0) + size
-            placed.append((role, d, spec, host_index, first, size))
-    several = len({p[3] for p in placed}) > 1
+            placed.append(_Placed(role, d, spec, host_index, first, size))
+    several = len({h for p in placed for h in range(p.host, p.host + p.hosts)}) > 1
     # peers on other hosts reach a worker at its own host's address, set on each host as $HOST_IP
     address = f"${OWN_VARIABLE}" if several else LOCAL_HOST
     made: dict[tuple, LaunchCommand] = {}  # one command per distinct worker: hosts that run the same share it
-    on_host: dict[int, list[LaunchCommand]] = {}
+    on_host: dict[int, list[tuple[LaunchCommand, int | None]]] = {}
     workers: dict[str, list[Worker]] = {"prefill": [], "decode": []}
-    for role, d, spec, host_index, first, size in placed:
-        slot = len(on_host.setdefault(host_index, []))  # its place on its host: its port and further ports
-        key = (role, slot, first, size)
+    for p in placed:
+        slot = len(on_host.setdefault(p.host, []))  # its place on its host: its port and further ports
+        key = (p.role, slot, p.first, p.size, p.host if p.hosts > 1 else None)
         if key not in made:
-            made[key] = launch_command(d, catalog, role=role, speculative=spec, port=first_port + slot, worker=slot,
-                                       devices=tuple(range(first, first + size)) if first is not None else None,
-                                       address=address)
-        on_host[host_index].append(made[key])
-        workers[role].append(Worker(_host(host_index, several), made[key].port, worker_ports(rule, slot)))
+            made[key] = launch_command(p.d, catalog, role=p.role, speculative=p.spec, port=first_port + slot, worker=slot,
+                                       devices=tuple(range(p.first, p.first + p.size)) if p.first is not None else None,
+                                       address=address, head_host=p.host if p.hosts > 1 else None)
+        for part in range(p.hosts):  # a worker over several hosts: each host runs its part
+            on_host.setdefault(p.host + part, []).append((made[key], part if p.hosts > 1 else None))
+        workers[p.role].append(Worker(_host(p.host, several), made[key].port, worker_ports(rule, slot)))
     window_s = max(startup_window_s(d, catalog, flags) for d in (prefill, decode))  # the router waits as long
     return _assemble(_groups(on_host), workers, rule, several, window_s)
 
 
-def _groups(on_host: dict[int, list[LaunchCommand]]) -> tuple[HostGroup, ...]:
-    """Consecutive hosts that run the same workers, as one group each."""
+@dataclass(frozen=True)
+class _Placed:
+    """A worker laid out: its pool, deployment and drafts, its (first) host, first device (None: not pinned), GPUs
+    and the hosts it spans (above 1: hosts of its own, whole, from ``host``)."""
+
+    role: str
+    d: Deployment
+    spec: Speculative | None
+    host: int
+    first: int | None
+    size: int
+    hosts: int = 1
+
+
+def _groups(on_host: dict[int, list[tuple[LaunchCommand, int | None]]]) -> tuple[HostGroup, ...]:
+    """Consecutive hosts that run the same workers (a worker over several hosts: each host its own part), as one
+    group each."""
     groups: list[HostGroup] = []
-    for index, commands in sorted(on_host.items()):
+    for index, runs in sorted(on_host.items()):
+        commands, part = tuple(c for c, _ in runs), runs[0][1]
         last = groups[-1] if groups else None
-        if last is not None and last.last_host == index - 1 and list(last.workers) == commands:
+        if last is not None and last.last_host == index - 1 and last.workers == commands and part is None \
+                and last.part is None:
             groups[-1] = last.model_copy(update={"last_host": index})
         else:
-            groups.append(HostGroup(first_host=index, last_host=index, workers=tuple(commands)))
+            groups.append(HostGroup(first_host=index, last_host=index, workers=commands, part=part))
     return tuple(groups)
 
 
@@ -169,6 +201,12 @@ def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], r
         if told:
             lines.append(f': "${{{OWN_VARIABLE}:?set {OWN_VARIABLE} to the address of this host}}"')
         for command in group.workers:
+            if group.part is not None:  # its host's lines: the head's address checked, its options file written
+                host = command.host_commands[group.part]
+                engine = host.argv[:1] == command.argv[:1]  # a host that joins a cluster first starts no engine
+                files.update({f.path: f for f in command.files})
+                lines += [*host.before, " ".join([*(env_words(command.env) if engine else ()), host.text, "&"])]
+                continue
             lines += [here_document(f) for f in command.files if f.path not in files]
             files.update({f.path: f for f in command.files})
             lines.append(" ".join([*env_words(command.env), command.text, "&"]))

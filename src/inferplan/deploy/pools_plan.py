@@ -152,6 +152,11 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
         annotations = prefill_annotations(rule, discovery) if discovery and role == "prefill" else None
         text, image, command = manifest_parts(pool, catalog, role=role, speculative=spec, pod_names=pod_names,
                                               annotations=annotations, model_cache=model_cache)
+        if named and role == "prefill" and command.hosts > 1:  # a LeaderWorkerSet: its worker pods carry the label too
+            raise UnsupportedSettingError(
+                f"{flags.engine}'s router names each prefill instance's pod (its decode reaches the prefill at the host "
+                f"the router names), and a prefill instance over {command.hosts} hosts is a group of pods, whose workers "
+                "would be named too", field="format", allowed="shell, or one prefill instance")
         texts.append(text)
         commands.append(command)
         service = next(doc for doc in yaml.safe_load_all(text) if doc["kind"] == "Service")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog
-from inferplan.deploy.nodes import host_split
+from inferplan.deploy.nodes import over_hosts_refusal
 from inferplan.economics.pools import instance_units
 from inferplan.economics.pools import pool_units as economic_pool_units
 from inferplan.memory.extensible import pool_sized
@@ -106,10 +106,9 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
     # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
     # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned;
-    # inferplan writes each pool's worker for one host (deploy.nodes.pool_spans_note), so an instance wider is in
-    # no pool it plans
+    # an instance wider than one host is in a pool where deploy writes its command per host (deploy.nodes)
     pools = (disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
-             and host_split(d, catalog) is None)
+             and over_hosts_refusal(d, catalog) is None)
     sized = {role: pool_sized(catalog, d, role) for role in ("prefill", "decode")} if pools else {}
     pool_curves = tuple((role, _curve(catalog, cell, rl, p, curves)) for role, p in sized.items() if p != d)
     return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs, pool_curves)

@@ -1,0 +1,119 @@
+"""Separate pools whose instances are wider than one host: each instance written as its per-host commands (the
+engine's ``multi_host`` record), its role's flags on every host, on hosts of its own, and the router pointed at each
+instance's first host; under ``--format k8s`` a LeaderWorkerSet per pool."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from inferplan.deploy.command import engine_flags
+from inferplan.deploy.pools import pools_launch
+from inferplan.deploy.pools_plan import PrefillLayout, pools_plan
+from inferplan.errors import UnsupportedSettingError
+from inferplan.inputs.deployment import Deployment
+
+TRAY_GPUS = 4  # a GB200 NVL72 compute tray: one OS host
+# DeepSeek-V3 wide expert parallelism on one GB200 NVL72: a 16-GPU prefill and a 32-GPU decode instance
+DECODE = dict(model="deepseek-v3", system="gb200-nvl72", tensor_parallel_size=1, data_parallel_size=32,
+              enable_expert_parallel=True)
+LAYOUT = PrefillLayout(prefill_instances=1, prefill_tensor_parallel_size=1, prefill_data_parallel_size=16,
+                       prefill_enable_expert_parallel=True, replicas=1)
+
+
+def _options(argv: tuple[str, ...]) -> list[str]:
+    return [a for a in argv if a.startswith("-") and not a.lstrip("-").replace(".", "").isdigit()]
+
+
+def _value(argv: tuple[str, ...], flag: str) -> str:
+    assert argv.count(flag) == 1, (flag, argv)
+    return argv[argv.index(flag) + 1]
+
+
+def _hosts(launch):
+    """Each host's (role, argv) in order, from the pools' host groups."""
+    return [(w.role, w.host_commands[g.part].argv) for g in launch.hosts for w in g.workers for _ in
+            range(g.first_host, g.last_host + 1) if g.part is not None]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_each_pool_instance_runs_one_command_per_tray_in_the_engines_flags_with_its_role(catalog, engine):
+    launch = pools_plan(Deployment(engine=engine, **DECODE), LAYOUT, catalog).launch
+    flags = engine_flags(catalog, engine)
+    hosts = _hosts(launch)
+    assert [role for role, _ in hosts] == ["prefill"] * 4 + ["decode"] * 8  # 16 and 32 GPUs on 4-GPU trays
+    assert [(g.first_host, g.last_host) for g in launch.hosts] == [(i, i) for i in range(12)]
+    role_flag = next(iter(flags.disaggregation.roles["prefill"])) if not flags.disaggregation.json_flag \
+        else flags.disaggregation.json_flag
+    for role, argv in hosts:
+        assert set(_options(argv[len(flags.launcher):])) <= set(flags.accepted), argv
+        assert role_flag in argv  # the role on every host of the instance
+        assert ("--port" in argv) == (argv is hosts[0][1] or argv is hosts[4][1])  # only each instance's head serves
+    assert len(launch.workers) == 2
+
+
+def test_sglang_pool_hosts_join_their_own_instances_head(catalog):
+    launch = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT, catalog).launch
+    hosts = _hosts(launch)
+    for i, (role, argv) in enumerate(hosts):
+        head, rank, size = (0, i, 4) if role == "prefill" else (4, i - 4, 8)
+        assert _value(argv, "--disaggregation-mode") == role
+        assert (_value(argv, "--nnodes"), _value(argv, "--node-rank")) == (str(size), str(rank))
+        assert _value(argv, "--dist-init-addr") == f"$HOST{head}_IP:20000"
+        assert _value(argv, "--tp-size") == _value(argv, "--ep-size") == str(4 * size)  # DP attention over the trays
+    script = launch.script
+    assert 'set HOST4_IP to the address of HOST4' in script and '"$HOST4_IP:20000"' in script
+    assert " ".join(launch.router).count("http://HOST0:") == 1 and "http://HOST4:" in " ".join(launch.router)
+    assert "CUDA_VISIBLE_DEVICES" not in script  # each instance takes its trays whole
+
+
+def test_vllm_pool_hosts_start_their_share_of_the_data_parallel_ranks(catalog):
+    launch = pools_plan(Deployment(engine="vllm", **DECODE), LAYOUT, catalog).launch
+    for i, (role, argv) in enumerate(_hosts(launch)):
+        rank = i if role == "prefill" else i - 4
+        assert _value(argv, "--data-parallel-size-local") == str(TRAY_GPUS)
+        assert _value(argv, "--data-parallel-address") == ("$HOST0_IP" if role == "prefill" else "$HOST4_IP")
+        assert ("--headless" in argv) == (rank > 0)
+        if rank:
+            assert _value(argv, "--data-parallel-start-rank") == str(rank * TRAY_GPUS)
+        assert f'"kv_role":"kv_{"producer" if role == "prefill" else "consumer"}"' in _value(argv, "--kv-transfer-config")
+    assert launch.script.count('VLLM_NIXL_SIDE_CHANNEL_HOST="$HOST_IP"') == 12  # every host is told its own address
+
+
+def test_an_instance_wider_than_a_host_starts_on_hosts_of_its_own(catalog):
+    """Two one-host TP8 prefill instances on HGX H100 hosts (the same lines, one group), then a TP16 decode instance on hosts 2 and 3."""
+    d = Deployment(model="qwen3-32b", gpu="h100-sxm", quantization="fp8-block", engine="sglang", max_model_len=8192)
+    launch = pools_launch(catalog, d.model_copy(update={"tensor_parallel_size": 8}),
+                          d.model_copy(update={"tensor_parallel_size": 16}), prefill_instances=2, host_gpus=8)
+    assert [(g.first_host, g.last_host, g.part) for g in launch.hosts] == [(0, 1, None), (2, 2, 0), (3, 3, 1)]
+    assert "http://HOST2:" in " ".join(launch.router)
+
+
+def test_the_k8s_pools_are_leader_worker_sets_of_one_pod_per_tray(catalog):
+    plan = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT, catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    groups = {d["metadata"]["name"]: d for d in docs if d["kind"] == "LeaderWorkerSet"}
+    assert sorted(g["spec"]["leaderWorkerTemplate"]["size"] for g in groups.values()) == [4, 8]
+    gpus = 0
+    for group in groups.values():
+        template = group["spec"]["leaderWorkerTemplate"]
+        for pod in ("leaderTemplate", "workerTemplate"):
+            container = template[pod]["spec"]["containers"][0]
+            assert container["resources"]["limits"]["nvidia.com/gpu"] == TRAY_GPUS
+            assert "--disaggregation-mode" in container["args"]
+        gpus += group["spec"]["replicas"] * template["size"] * TRAY_GPUS
+    assert gpus == plan.gpus == 48
+    services = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] in groups]
+    assert all(s["spec"]["selector"]["role"] == "leader" for s in services)  # the router reaches each leader
+    router = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router"))
+    args = " ".join(router["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert all(re.search(rf"http://{name}:", args) for name in groups)
+
+
+def test_k8s_refuses_several_sglang_prefill_instances_over_hosts_the_router_names_pod_by_pod(catalog):
+    layout = LAYOUT.model_copy(update={"prefill_instances": 2})
+    with pytest.raises(UnsupportedSettingError) as err:
+        pools_plan(Deployment(engine="sglang", **DECODE), layout, catalog, output_format="k8s")
+    assert err.value.field == "format"
