@@ -94,7 +94,7 @@ def over_hosts_refusal(d: Deployment, catalog: Catalog) -> str | None:
         return None
     flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
     if flags is None or not flags.multi_host:
-        return f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {d.engine}"
+        return _no_multi_host(d, catalog, flags, split, "shell") if flags else spans_hosts_note(split, d)
     if split.gpus % split.hosts:
         return f"{spans_hosts_note(split, d)}, and its GPUs do not split evenly over the hosts"
     try:

@@ -6,7 +6,9 @@ host's last GPU starts on the next host, ``HOST1``, ``HOST2`` ...), each listeni
 worker port plus its place on its host, and run in the background; the router, started last, stays in the
 foreground. Hosts that run the same workers are written once, with the range of hosts that run them
 (``HostGroup``: a pool of 64 1-GPU hosts is one line "on each of HOST0–HOST63"), each worker told its own
-host's address as ``$HOST_IP`` where the engine needs it. The router's command (or config file) names every
+host's address as ``$HOST_IP`` where the engine needs it. An instance wider than one host takes hosts of its own,
+whole, one group per host, each running its part of the instance's multi-host launch (``deploy.nodes``), with its
+head at ``$HOSTn_IP``, ``n`` the host it starts on. The router's command (or config file) names every
 worker by its host and port (host 0 too, as ``HOST0``, once the workers span several hosts), so a script holds
 at most ``MAX_LISTED_WORKERS`` instances of a pool; the
 Kubernetes manifest (``deploy.pools_plan``) reaches a pool at its Service instead. Flag names, ports,
@@ -84,7 +86,11 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
                  decode_instances: int = 1, prefill_speculative: Speculative | None = None,
                  decode_speculative: Speculative | None = None, host_gpus: int | None = None) -> PoolsLaunch:
     """Every worker of ``prefill_instances`` prefill and ``decode_instances`` decode instances, and the
-    router; ``host_gpus``: the GPUs one host has (None: every worker on one host)."""
+    router; ``host_gpus``: the GPUs one host has, at most one OS host's (a GB200 NVL72's compute tray; None: every
+    worker on one host, or an instance's host where it spans several). An instance that spans hosts
+    (``memory.host_span``) starts on a host no worker uses and takes its hosts whole, each running its part of the
+    instance's multi-host launch (``deploy.nodes``, its head the script's host it starts on); the router names its
+    head alone."""
     flags = engine_flags(catalog, decode.engine)
     rule = flags.disaggregation
     if rule is None:

@@ -53,7 +53,8 @@ class PrefillLayout(Input):
     prefill_enable_expert_parallel: bool | None = Field(None, description="expert parallelism in the prefill instance")
     replicas: int = Field(1, ge=1, le=MAX_INSTANCES, description="decode instances (the deployment's)")
     host_gpus: int | None = Field(None, ge=1, le=1024, description=(
-        "GPUs one host has (a rented instance's); default the system's, else every worker on one host"))
+        "GPUs one host has (a rented instance's; at most one OS host's); default the system's host, else every worker "
+        "on one host, or the host of an instance that spans several"))
 
     @model_validator(mode="after")
     def _dp_with_ep(self) -> "PrefillLayout":

@@ -52,7 +52,7 @@ def deploy_cmd(
     prefill_enable_expert_parallel: Optional[bool] = typer.Option(None, "--prefill-expert-parallel/--prefill-no-expert-parallel", help="With --prefill-instances: whether the prefill instance runs expert parallelism (default the deployment's)."),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="With --prefill-instances: decode instances (default 1)."),
     model_cache: Optional[str] = typer.Option(None, "--model-cache", help="With --format k8s: where each pod keeps the checkpoint it downloads, pvc:CLAIM_NAME or a directory on the node (default: the claim inferplan-model-cache, to be created first)."),
-    host_gpus: Optional[int] = typer.Option(None, "--host-gpus", help="With --prefill-instances: GPUs one host has, e.g. a rented instance's (default the --system's, else every worker on one host)."),
+    host_gpus: Optional[int] = typer.Option(None, "--host-gpus", help="With --prefill-instances: GPUs one host has, e.g. a rented instance's (default the --system's host: a rack's compute tray; else every worker on one host, or an instance's host where it spans several)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server; Ollama's own for an Ollama tag's build."""
