@@ -85,3 +85,17 @@ def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_nvlink(wide):
     inside = [r for r in _spanning(wide) if sum(p.instances * p.gpus_per_instance for p in r.pools) <= 72]
     assert inside
     assert {r.kv_transfer_link for r in inside} == {"nvlink5"}
+
+
+def test_pools_of_instances_over_hgx_hosts_hand_the_kv_cache_over_the_scale_out_network(catalog):
+    """DeepSeek-V3 at FP8 needs two HGX H100 systems per instance: its pools run over hosts, each instance's KV
+    cache crossing the network between systems, not NVLink."""
+    res = search(SearchRequest(models=("deepseek-v3",), systems=("hgx-h100",), engines=("sglang",),
+                               quantizations=("fp8",), kv_cache_dtypes=("auto",), speculative=False,
+                               request_rate_per_s=5.0, input_len=4000, output_len=1000, disaggregated=True, top=3),
+                 catalog)
+    picks = [r for r in res.results if r.disaggregated]
+    assert picks and all(p.gpus_per_instance > 8 for r in picks for p in r.pools)
+    hgx = catalog.system("hgx-h100", "system")
+    assert {r.kv_transfer_link for r in picks} == {hgx.scale_out.link}
+    assert all("--nnodes 2 " in r.deploy and "http://HOST0:" in r.deploy for r in picks)
