@@ -117,3 +117,13 @@ def test_k8s_refuses_several_sglang_prefill_instances_over_hosts_the_router_name
     with pytest.raises(UnsupportedSettingError) as err:
         pools_plan(Deployment(engine="sglang", **DECODE), layout, catalog, output_format="k8s")
     assert err.value.field == "format"
+
+
+def test_a_pool_instance_no_multi_host_launch_starts_names_no_gpu_its_host_lacks(catalog):
+    """TensorRT-LLM writes no multi-host launch: its TP8 workers on GB200 trays keep one-host commands, with the note,
+    pinned to no GPU a 4-GPU tray lacks and on hosts of their own."""
+    d = Deployment(model="qwen3-8b", gpu="gb200", gpus=8, tensor_parallel_size=8, engine="trtllm")
+    launch = pools_launch(catalog, d, d)
+    assert all("CUDA_VISIBLE_DEVICES" not in w.env for w in launch.workers)
+    assert [g.first_host for g in launch.hosts] == [0, 2]
+    assert any("no multi-host launch for trtllm" in n for n in launch.notes)

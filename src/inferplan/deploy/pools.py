@@ -110,7 +110,7 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
         planned = as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog)
         size, split = instance_gpus(planned), host_split(planned, catalog)
         spans = split is not None and over_hosts_refusal(planned, catalog) is None
-        host_gpus = host_gpus or (split.host_gpus if spans else None)
+        host_gpus = host_gpus or (split.host_gpus if split is not None else None)  # no worker past its host's GPUs
         for _ in range(instances):
             if spans:  # on hosts of its own, whole: from the next host with no worker on it
                 host_index = -(-gpu // host_gpus)
