@@ -23,6 +23,8 @@ MB = 10**6
 GB = 10**9
 TB = 10**12
 
+BILLION = 10**9  # parameter and token counts as messages write them (70B parameters, 1.5B tokens)
+
 # a month as prices and workloads count it: a 365-day year's hours over 12 months (730 h)
 HOURS_PER_MONTH = 365 * 24 / 12
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
@@ -90,6 +92,26 @@ def whole_count(count: float) -> int:
     """The whole items in a count a model gives as a fraction: the requests of a context a KV cache holding 18.9
     of them admits together (18); a count computed as 22.9999999 for 23 is 23."""
     return math.floor(round(count, 6))
+
+
+def fmt_gib(n_bytes: float, spec: str = ".2f") -> str:
+    """A byte count as a message writes it in GiB: ``fmt_gib(1.5 * GiB)`` is ``"1.50 GiB"``; ``spec`` formats the number."""
+    return f"{n_bytes / GiB:{spec}} GiB"
+
+
+def fmt_gb(n_bytes: float, spec: str = ".1f") -> str:
+    """A byte count as a message writes it in GB (10^9 bytes): ``fmt_gb(8e9)`` is ``"8.0 GB"``."""
+    return f"{n_bytes / GB:{spec}} GB"
+
+
+def fmt_gb_per_s(bytes_per_s: float, spec: str = ".1f") -> str:
+    """A bandwidth as a message writes it in GB/s (10^9 bytes a second): ``fmt_gb_per_s(1.2e11)`` is ``"120.0 GB/s"``."""
+    return f"{bytes_per_s / GB:{spec}} GB/s"
+
+
+def fmt_billions(count: float, spec: str = ".2f") -> str:
+    """A parameter or token count in billions as a message writes it: ``fmt_billions(7.6e9, ".1f")`` is ``"7.6B"``."""
+    return f"{count / BILLION:{spec}}B"
 
 
 def to_gbit_per_s(bytes_per_s: float) -> float:
