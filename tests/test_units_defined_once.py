@@ -14,6 +14,7 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "units.py" or p.p
 POWER = r"2\s*\*\*\s*(?:10|20|30|40)\b"
 BOUND = re.compile(rf"^\s*\w+\s*=\s*{POWER}\s*(?:#.*)?$", re.M)  # GIB = 2**30, gib = 2**30
 MONTH = re.compile(r"\b730\b")
+SHELL_SCALED = re.compile(r"[/*]\s*(?:1024|1e3|1000)\b")  # KiB or milliseconds by hand in a shell
 RENDERED = re.compile(rf"/\s*{POWER}|[/*]\s*(?:1e9|1_000_000_000|10\s*\*\*\s*9)\b")
 
 
@@ -23,6 +24,8 @@ def test_no_module_but_units_defines_a_byte_unit_or_the_month(path):
     assert not BOUND.findall(text), f"{path.relative_to(PACKAGE)}: use inferplan.units' KiB/MiB/GiB/TiB"
     assert not MONTH.findall(text), f"{path.relative_to(PACKAGE)}: use inferplan.units' HOURS_PER_MONTH"
     assert not RENDERED.findall(text), f"{path.relative_to(PACKAGE)}: use inferplan.units' GiB/GB/BILLION or fmt_gib/fmt_gb"
+    if "shells" in path.relative_to(PACKAGE).parts:
+        assert not SHELL_SCALED.findall(text), f"{path.relative_to(PACKAGE)}: use inferplan.units' KiB, fmt_kib or fmt_ms"
 
 
 def test_the_month_is_a_365_day_years_twelfth_in_hours_and_seconds():
@@ -32,9 +35,10 @@ def test_the_month_is_a_365_day_years_twelfth_in_hours_and_seconds():
 
 
 def test_the_rendering_helpers_write_each_unit_as_messages_do():
-    from inferplan.units import GiB, fmt_billions, fmt_gb, fmt_gb_per_s, fmt_gib
+    from inferplan.units import GiB, fmt_billions, fmt_gb, fmt_gb_per_s, fmt_gib, fmt_kib, fmt_ms
 
     assert fmt_gib(1.5 * GiB) == "1.50 GiB" and fmt_gib(3 * GiB, ".1f") == "3.0 GiB"
     assert fmt_gb(8e9) == "8.0 GB" and fmt_gb(1.234e12, ",.0f") == "1,234 GB"
     assert fmt_gb_per_s(1.2e11) == "120.0 GB/s" and fmt_gb_per_s(5.46e11, "g") == "546 GB/s"
+    assert fmt_kib(163840) == "160.0 KiB" and fmt_ms(0.25) == "250 ms" and fmt_ms(0.0123, ",.2f") == "12.30 ms"
     assert fmt_billions(7.6e9, ".1f") == "7.6B" and fmt_billions(2.5e12, ",.2f") == "2,500.00B"

@@ -99,6 +99,16 @@ def fmt_gib(n_bytes: float, spec: str = ".2f") -> str:
     return f"{n_bytes / GiB:{spec}} GiB"
 
 
+def fmt_kib(n_bytes: float, spec: str = ",.1f") -> str:
+    """A byte count as a message writes it in KiB: ``fmt_kib(163840)`` is ``"160.0 KiB"``."""
+    return f"{n_bytes / KiB:{spec}} KiB"
+
+
+def fmt_ms(seconds: float, spec: str = ",.0f") -> str:
+    """A time in seconds as a message writes it in milliseconds: ``fmt_ms(0.25)`` is ``"250 ms"``."""
+    return f"{seconds * 1e3:{spec}} ms"
+
+
 def fmt_gb(n_bytes: float, spec: str = ".1f") -> str:
     """A byte count as a message writes it in GB (10^9 bytes): ``fmt_gb(8e9)`` is ``"8.0 GB"``."""
     return f"{n_bytes / GB:{spec}} GB"
