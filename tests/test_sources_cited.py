@@ -19,7 +19,7 @@ WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*[A-Za-z0-9]")
 
 NOT_CITED_YET = frozenset({
     "developer0hye-bllossom-script", "e3-nebius-llama-3.3-70b", "eng-mlx-wired-limit", "eng-vllm-gpu-worker",
-    "flags-vllm-parallel-config", "flags-vllm-router-image", "gguf-llamacpp-pr15091-gpt-oss",
+    "flags-vllm-parallel-config", "gguf-llamacpp-pr15091-gpt-oss",
     "jeansblog-trt-llm-setup-script", "mr-sglang-pr631-nvls-off", "mr-sglang-v0521-release",
     "nizhegolenko-gptoss20b-l4", "nv-dgxc-benchmarking", "nv-rtx-pro-6000-server-datasheet", "nv-seed-001-nvfp4",
     "ox-llmfit-metal-working-set", "q-seed003-kivi", "rossingram-spark-gptoss120b", "seedlines-nemo-kimi-k2",
