@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from functools import partial
 
 from inferplan.errors import InvalidScenarioError
 
@@ -22,6 +23,8 @@ KB = 10**3
 MB = 10**6
 GB = 10**9
 TB = 10**12
+
+BILLION = 10**9  # parameter and token counts as messages write them (70B parameters, 1.5B tokens)
 
 # a month as prices and workloads count it: a 365-day year's hours over 12 months (730 h)
 HOURS_PER_MONTH = 365 * 24 / 12
@@ -90,6 +93,32 @@ def whole_count(count: float) -> int:
     """The whole items in a count a model gives as a fraction: the requests of a context a KV cache holding 18.9
     of them admits together (18); a count computed as 22.9999999 for 23 is 23."""
     return math.floor(round(count, 6))
+
+
+# How messages write a quantity in a unit: unit -> (the SI amount of one of it, the default number format, what
+# follows the number); a count in billions is written 70B.
+WRITTEN_UNITS = {"KiB": (KiB, ",.1f", " KiB"), "GiB": (GiB, ".2f", " GiB"), "GB": (GB, ".1f", " GB"),
+                 "GB/s": (GB, ".1f", " GB/s"), "billion": (BILLION, ".2f", "B")}
+
+
+def written_in(value: float, spec: str | None = None, *, unit: str) -> str:
+    """``value`` (bytes, bytes a second or a count) as a message writes it in ``unit`` of WRITTEN_UNITS;
+    ``spec`` formats the number (the unit's default when None): ``written_in(1.5 * GiB, unit="GiB")`` is
+    ``"1.50 GiB"``."""
+    amount, default, suffix = WRITTEN_UNITS[unit]
+    return f"{value / amount:{spec or default}}{suffix}"
+
+
+fmt_kib = partial(written_in, unit="KiB")  # fmt_kib(163840) is "160.0 KiB"
+fmt_gib = partial(written_in, unit="GiB")  # fmt_gib(3 * GiB, ".1f") is "3.0 GiB"
+fmt_gb = partial(written_in, unit="GB")  # fmt_gb(8e9) is "8.0 GB"
+fmt_gb_per_s = partial(written_in, unit="GB/s")  # fmt_gb_per_s(1.2e11) is "120.0 GB/s"
+fmt_billions = partial(written_in, unit="billion")  # fmt_billions(7.6e9, ".1f") is "7.6B"
+
+
+def fmt_ms(seconds: float, spec: str = ",.0f") -> str:
+    """A time in seconds as a message writes it in milliseconds: ``fmt_ms(0.25)`` is ``"250 ms"``."""
+    return f"{seconds * 1e3:{spec}} ms"
 
 
 def to_gbit_per_s(bytes_per_s: float) -> float:

@@ -20,7 +20,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.units import GiB, KiB, MiB
+from inferplan.units import GB, GiB, KiB, MiB
 
 # the fields nvidia-smi's query asks for, in order (detect_tools.yaml holds the command)
 NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total", "driver_version", "mig.mode.current")
@@ -97,7 +97,7 @@ def mig_slices(query: list[GpuReading], listing: str) -> list[GpuReading]:
             parent = next((q for q in query if q.index == current), None)
             name = parent.name if parent else "NVIDIA GPU"
             slices.setdefault(current, []).append(GpuReading(
-                index=f"{current}/MIG {g}g.{gb}gb/{dev}", name=name, memory_bytes=int(gb) * 10**9, vendor="nvidia",
+                index=f"{current}/MIG {g}g.{gb}gb/{dev}", name=name, memory_bytes=int(gb) * GB, vendor="nvidia",
                 driver=parent.driver if parent else None, mig_profile=f"{g}g.{gb}gb"))
     out = []
     for gpu in query:

@@ -47,6 +47,13 @@ from inferplan.catalog.hf_required import dense_width
 from inferplan.catalog.mistral_params import as_hf_config, is_mistral_params
 from inferplan.errors import ConfigImportError
 from inferplan.input_files import MAX_INDEX_BYTES, parse_json, read_json
+from inferplan.units import MiB
+
+# what `model` may name when a model is imported from files
+IMPORT_FROM = "a config.json, a model folder holding one, or a repo id in the local Hugging Face cache"
+# a .safetensors file as its format writes it; a header past the cap is not one a checkpoint ships
+SAFETENSORS_FORM = "a .safetensors file: an 8-byte little-endian header length, then that JSON header"
+MAX_SAFETENSORS_HEADER_BYTES = 100 * MiB
 
 # Keys read from text_config when a multimodal wrapper nests the language model.
 _NESTED = ("text_config", "llm_config", "language_config")
@@ -131,7 +138,8 @@ def architecture_from_config(raw: dict) -> Architecture:
 
 def _architecture_from_config(raw: dict) -> Architecture:
     if not isinstance(raw, dict):
-        raise ConfigImportError("config.json must be a JSON object", field="config.json")
+        raise ConfigImportError("config.json must be a JSON object", field="config.json",
+                                allowed="a JSON object of the model's settings ({\"hidden_size\": …}), as Hugging Face or Mistral write it")
     if is_mistral_params(raw):
         raw = as_hf_config(raw)
     archs = raw.get("architectures") or ["unknown"]
@@ -163,7 +171,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
     if len(kinds) != n_layers and "hybrid_override_pattern" not in cfg:
         raise ConfigImportError(
             f"layer_types lists {len(kinds)} layers but num_hidden_layers is {n_layers}",
-            field="layer_types",
+            field="layer_types", allowed=f"a layer_types list of {n_layers} entries, one per layer (num_hidden_layers)",
         )
     mla = None
     if cfg.get("kv_lora_rank"):
@@ -198,7 +206,9 @@ def _architecture_from_config(raw: dict) -> Architecture:
             m_head_dim = m_head_dim or 64
             m_heads = int(cfg["mamba_expand"]) * hidden // int(m_head_dim)
         if m_heads is None or m_head_dim is None:
-            raise ConfigImportError("config.json has no mamba_num_heads/mamba_head_dim", field="mamba_num_heads")
+            raise ConfigImportError("config.json has no mamba_num_heads/mamba_head_dim", field="mamba_num_heads",
+                                    allowed="mamba_num_heads and mamba_head_dim (or mamba_n_heads and mamba_d_head), "
+                                    "or mamba_expand")
         mamba = MambaDims(
             num_heads=int(m_heads),
             head_dim=int(m_head_dim),
@@ -275,10 +285,11 @@ def safetensors_header_bytes(path: Path) -> int:
     with path.open("rb") as fh:
         head = fh.read(8)
         if len(head) != 8:
-            raise ConfigImportError(f"{path.name} is not a safetensors file", field="model")
+            raise ConfigImportError(f"{path.name} is not a safetensors file", field="model", allowed=SAFETENSORS_FORM)
         (n,) = struct.unpack("<Q", head)
-        if n > 100 * 2**20:
-            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="model")
+        if n > MAX_SAFETENSORS_HEADER_BYTES:
+            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="model",
+                                    allowed=f"{SAFETENSORS_FORM}, the header at most {MAX_SAFETENSORS_HEADER_BYTES:,} bytes")
         header = parse_json(fh.read(n), where=f"{path.name}: safetensors header", field="model",
                             error=ConfigImportError)
     return sum(
@@ -326,15 +337,15 @@ def import_model(location: str) -> ImportedModel:
         raise ConfigImportError(
             f"{location!r} is not a config.json, a model folder or a repo id in the local "
             "Hugging Face cache",
-            field="model",
+            field="model", allowed=IMPORT_FROM,
         )
     if not config_path.is_file() and config_path.name == "config.json" and (folder / "params.json").is_file():
         config_path = folder / "params.json"  # Mistral's own format (Mistral Large 3 ships no config.json)
     if not folder.is_dir():  # a path to nothing: say so, not that the missing folder lacks a config
         raise ConfigImportError(f"{location}: no such file or folder", field="model",
-                                allowed="a config.json, a model folder holding one, or a repo id in the local Hugging Face cache")
+                                allowed=IMPORT_FROM)
     if not config_path.is_file():
-        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="model")
+        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="model", allowed=IMPORT_FROM)
     raw = read_config(config_path)
     modelopt = folder / "hf_quant_config.json"
     if "quantization_config" not in raw and modelopt.is_file():

@@ -24,7 +24,8 @@ CSA_RATIO = 4
 
 def req(cfg: dict, key: str, where: str) -> Any:
     if key not in cfg or cfg[key] is None:
-        raise ConfigImportError(f"config.json has no {key!r}, which {where} needs", field=key)
+        raise ConfigImportError(f"config.json has no {key!r}, which {where} needs", field=key,
+                                allowed=f"a config.json stating {key}")
     return cfg[key]
 
 
@@ -327,7 +328,8 @@ def _flags(values: Any, n_layers: int) -> bool:
 def _block(cfg: dict, key: str) -> dict:
     value = cfg[key]
     if not isinstance(value, dict):
-        raise ConfigImportError(f"config.json {key} must be an object, not {type(value).__name__}", field=key)
+        raise ConfigImportError(f"config.json {key} must be an object, not {type(value).__name__}", field=key,
+                                allowed=f"{key} as a JSON object of settings")
     return value
 
 
@@ -409,6 +411,7 @@ def req_any(cfg: dict, keys: tuple[str, ...], where: str) -> Any:
     value = first(cfg, *keys)
     if value is None:
         raise ConfigImportError(
-            f"config.json has none of {', '.join(keys)}, which {where} needs", field=keys[0]
+            f"config.json has none of {', '.join(keys)}, which {where} needs", field=keys[0],
+            allowed=f"a config.json stating one of {', '.join(keys)}",
         )
     return value

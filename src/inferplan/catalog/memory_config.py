@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from inferplan.errors import AmbiguousNameError, UnknownHardwareError
+from inferplan.units import GB, fmt_gb_per_s
 
 if TYPE_CHECKING:
     from inferplan.catalog.memory_config_schema import MemoryConfiguration
@@ -39,7 +40,7 @@ def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: s
         return None
     size_gb = float(match["size"])
     for configuration in base.memory_configurations:
-        if math.isclose(configuration.memory_bytes.value / 1e9, size_gb):
+        if math.isclose(configuration.memory_bytes.value / GB, size_gb):
             return configured(base, configuration)
     raise UnknownHardwareError(
         f"{base.name} is not sold with {size_gb:g} GB (it is sold with {', '.join(f'{gb:g}' for gb in _sizes_gb(base))} GB)",
@@ -47,7 +48,7 @@ def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: s
 
 
 def _sizes_gb(base: "Accelerator") -> list[float]:
-    return [c.memory_bytes.value / 1e9 for c in base.memory_configurations]
+    return [c.memory_bytes.value / GB for c in base.memory_configurations]
 
 
 def configuration_names(base: "Accelerator") -> str:
@@ -59,12 +60,12 @@ def configuration_names(base: "Accelerator") -> str:
 def configured(base: "Accelerator", configuration: "MemoryConfiguration") -> "Accelerator":
     """``base`` in ``configuration``, as a user stated their machine's: its memory, and its bandwidth
     where the configuration's source gives one (else the record's)."""
-    size_gb = configuration.memory_bytes.value / 1e9
+    size_gb = configuration.memory_bytes.value / GB
     bandwidth = configuration.memory_bandwidth_bytes_per_s or base.memory_bandwidth_bytes_per_s
     if configuration.memory_bytes.value == base.memory_bytes.value and bandwidth == base.memory_bandwidth_bytes_per_s:
         return base
     whose = "this configuration's" if configuration.memory_bandwidth_bytes_per_s else "the catalogue record's"
-    note = (f"{base.name} with {size_gb:g} GB as stated: bandwidth {bandwidth.value / 1e9:g} GB/s ({whose}); "
+    note = (f"{base.name} with {size_gb:g} GB as stated: bandwidth {fmt_gb_per_s(bandwidth.value, 'g')} ({whose}); "
             "compute is the catalogue record's")
     return base.model_copy(update={
         "id": f"{base.id}-{size_gb:g}gb", "name": f"{base.name} {size_gb:g} GB", "aliases": (),

@@ -44,7 +44,8 @@ def as_hf_config(raw: dict) -> dict:
     cfg: dict[str, Any] = {_RENAMES.get(key, key): value for key, value in raw.items() if key not in _BLOCKS}
     moe = raw.get("moe")
     if moe is not None and not isinstance(moe, dict):
-        raise ConfigImportError(f"params.json moe must be an object, not {type(moe).__name__}", field="moe")
+        raise ConfigImportError(f"params.json moe must be an object, not {type(moe).__name__}", field="moe",
+                                allowed="moe as a JSON object of settings, or no moe")
     if isinstance(moe, dict):
         cfg.update({new: moe[old] for old, new in _MOE_RENAMES.items() if old in moe})
     yarn = raw.get("yarn")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from inferplan.inputs import Input
-from inferplan.units import UNITS
+from inferplan.units import GB, GiB, UNITS
 
 
 class Kind(str, Enum):
@@ -108,7 +108,7 @@ class Bytes(Sourced):
     def capacity_gib(self) -> float:
         """The capacity in GiB as memory is built: the marketed GB read as GiB (memory chips come in
         powers of two), unless the source stated GiB already."""
-        return self.value / 2**30 if self.stated_unit in ("GiB", "MiB", "TiB") else self.value / 1e9
+        return self.value / GiB if self.stated_unit in ("GiB", "MiB", "TiB") else self.value / GB
 
 
 class BytesPerS(Sourced):

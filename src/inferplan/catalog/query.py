@@ -10,6 +10,7 @@ from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
 KINDS = {k.replace("_", "-"): k for k in SECTIONS} | {"sources": "sources"}
 # the words the CLI's own flags use for two kinds (--gpu, --model): accepted, not listed among the kinds
+ENTRY_NAME = "an id or alias of a catalogue entry (search finds one from part of its name)"
 KIND_WORDS = {"gpus": "accelerators", "gpu": "accelerators", "model": "models", "system": "systems"}
 
 
@@ -42,12 +43,13 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
     """Find ``name`` in one kind, or in every kind when ``kind`` is None."""
     catalog = load_catalog()
     if not name.strip():
-        raise CatalogError("name an entry (an id or alias)", field="name")
+        raise CatalogError("name an entry (an id or alias)", field="name", allowed=ENTRY_NAME)
     keys = [_kind(kind)] if kind else [k for k in SECTIONS]
     if keys == ["sources"] or (not kind and name in catalog.sources):
         if name in catalog.sources:
             return "sources", catalog.sources[name]
-        raise CatalogError(f"no source with id {name!r}; see `inferplan catalog list sources`", field="name")
+        raise CatalogError(f"no source with id {name!r}; see `inferplan catalog list sources`", field="name",
+                           allowed="the id of a source the catalogue lists")
     exact = [(key, hit[0]) for key in keys if len(hit := getattr(catalog, key).exact(name)) == 1]
     if len(exact) == 1:
         return exact[0]
@@ -71,7 +73,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
         raise CatalogError(f"nothing among {_spelling(keys[0])} is called {name!r}", field="name",
                            allowed=missed.allowed)
     if not found:
-        raise CatalogError(f"nothing in the catalogue is called {name!r}", field="name")
+        raise CatalogError(f"nothing in the catalogue is called {name!r}", field="name", allowed=ENTRY_NAME)
     if len(found) > 1:
         # an exact id wins over matches in other kinds
         exact = [f for f in found if f[1].id == name]
@@ -122,7 +124,8 @@ def search(query: str, limit: int = 50) -> list[SearchHit]:
     catalog = load_catalog()
     wanted = normalise_name(query)
     if not wanted:
-        raise CatalogError("search needs some text", field="q")
+        raise CatalogError("search needs some text", field="q",
+                           allowed="letters or digits of an id, a name or an alias")
     hits = []
     for key in SECTIONS:
         for record in getattr(catalog, key):

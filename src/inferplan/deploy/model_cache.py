@@ -27,6 +27,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
+from inferplan.units import fmt_gb
 
 DEFAULT_CLAIM = "inferplan-model-cache"  # the claim a manifest mounts when none is named: create it first
 TOKEN_SECRET = "hf-token-secret"  # the Secret holding the Hugging Face token, under TOKEN_KEY (vLLM's k8s guide)
@@ -130,7 +131,7 @@ def startup_window_s(d: Deployment, catalog: Catalog, flags: EngineFlags) -> int
 
 def cache_comment(cache: CacheVolume, checkpoint_bytes: float | None) -> str:
     """The YAML comment ahead of a manifest: what the model cache and token need before it is applied."""
-    size = f"the {checkpoint_bytes / 1e9:,.0f} GB checkpoint" if checkpoint_bytes else "the checkpoint"
+    size = f"the {fmt_gb(checkpoint_bytes, ',.0f')} checkpoint" if checkpoint_bytes else "the checkpoint"
     where = (f"# model cache: the PersistentVolumeClaim {cache.claim!r}: create it first, room for {size} "
              "(ReadWriteMany where pods on several nodes share it)" if cache.claim else
              f"# model cache: {cache.host_path} on each node, room for {size}")

@@ -35,6 +35,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.performance.drafts import resolve_acceptance
 from inferplan.performance.launch_match import NO_OFFLOAD, launched_offload
 from inferplan.performance.serving import estimate
+from inferplan.units import GB
 
 CLIENTS_FILE = Path(__file__).with_name("clients.yaml")
 LAUNCH_FROM = "inferplan deploy"  # where the pack's launch command comes from
@@ -173,7 +174,7 @@ def _system_host(d: Deployment, catalog: Catalog) -> dict[str, float]:
     if hw.system is None or hw.accel.unified_memory or launched_offload(d) == NO_OFFLOAD:
         return {}
     card = {"host_memory_gb": hw.system.host_memory_bytes.capacity_gib if hw.system.host_memory_bytes else None,
-            "host_memory_bandwidth_gb_per_s": (hw.system.host_memory_bandwidth_bytes_per_s.value / 1e9
+            "host_memory_bandwidth_gb_per_s": (hw.system.host_memory_bandwidth_bytes_per_s.value / GB
                                                if hw.system.host_memory_bandwidth_bytes_per_s else None)}
     return {f: v for f, v in card.items() if v is not None and getattr(d, f) is None}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from inferplan.catalog.mtp_rules import MtpRule
 from inferplan.errors import InvalidScenarioError
+from inferplan.units import fmt_gib
 
 
 def draft_reserve_bytes(rule: MtpRule | None) -> float:
@@ -29,5 +30,5 @@ def check_outside_fraction(rule: MtpRule, draft: str, *, weight_bytes_per_gpu: f
     room = total_bytes * (1 - memory_fraction) - draft_reserve_bytes(rule)
     if need > room:
         raise InvalidScenarioError(
-            f"{draft} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory fraction ({parts}), "
-            f"{max(room, 0) / 2**30:.2f} GiB is left there beyond the draft reserve", field=field, allowed=allowed)
+            f"{draft} on {rule.engine} needs {fmt_gib(need)} per GPU outside the memory fraction ({parts}), "
+            f"{fmt_gib(max(room, 0))} is left there beyond the draft reserve", field=field, allowed=allowed)

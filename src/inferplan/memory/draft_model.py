@@ -17,6 +17,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.eagle3 import with_draft_layers
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
+from inferplan.units import fmt_gib
 
 FIELD = "draft_model"
 _ATTENTION = (LayerKind.FULL, LayerKind.SLIDING)
@@ -109,9 +110,8 @@ def draft_model_notes(plan: DraftModelMemory | None, tensor_parallel_size: int) 
     if not plan.counted:
         return [f"draft model {plan.name} on {plan.engine}: where the engine holds a draft model's memory is not "
                 "catalogued; its weights and KV are not counted"]
-    gib = plan.weight_bytes / 2**30
     return [f"speculative decoding by draft_model on {plan.engine} with {plan.spec.name} ({plan.name}): its weights "
-            f"({gib:.2f} GiB, {gib / tensor_parallel_size:.2f} GiB per tensor-parallel rank, its own embeddings and "
+            f"({fmt_gib(plan.weight_bytes)}, {fmt_gib(plan.weight_bytes / tensor_parallel_size)} per tensor-parallel rank, its own embeddings and "
             f"output head included) are loaded before the KV cache is sized; its {plan.kv_layers} attention layer(s) "
             "hold KV entries in the target's pool, each as one of the target's full-attention layers (the same KV "
             "heads and head size)"]

@@ -22,6 +22,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.draft_headroom import check_outside_fraction, draft_reserve_bytes
 from inferplan.memory.kv_cache import kv_layout
+from inferplan.units import fmt_billions, fmt_gib
 
 FIELD = "draft_model"
 
@@ -145,15 +146,14 @@ def eagle3_notes(plan: Eagle3Memory | None, tensor_parallel_size: int) -> list[s
     draft, rule = plan.draft, plan.rule
     if rule is None:
         return [f"EAGLE-3 draft {draft.repo}: the engine has no rule for where a draft head's memory goes; not counted"]
-    gib = draft.weight_bytes / 2**30
-    weights = (f"its weights ({draft.parameters.value / 1e9:.2f}B parameters at {draft.dtype}, {gib:.2f} GiB, "
-               f"{gib / tensor_parallel_size:.2f} GiB per tensor-parallel rank) are loaded before the KV cache is sized"
-               if rule.weights_in_pool else f"its weights ({gib:.2f} GiB) load after the KV cache is sized, outside the fraction")
+    weights = (f"its weights ({fmt_billions(draft.parameters.value)} parameters at {draft.dtype}, {fmt_gib(draft.weight_bytes)}, "
+               f"{fmt_gib(draft.weight_bytes / tensor_parallel_size)} per tensor-parallel rank) are loaded before the KV cache is sized"
+               if rule.weights_in_pool else f"its weights ({fmt_gib(draft.weight_bytes)}) load after the KV cache is sized, outside the fraction")
     kv = (f"its {draft.decoder_layers} layer(s) hold KV entries in the pool as one of the target's full-attention "
           "layers (assumed: an EAGLE-3 head copies the target's attention shape)" if rule.kv_layers_in_pool
           else "its KV is a draft pool of its own, outside the fraction")
     if draft.embedding_parameters is not None:
-        weights += (f", its own token embeddings ({draft.embedding_parameters.value / 1e9:.2f}B parameters) "
+        weights += (f", its own token embeddings ({fmt_billions(draft.embedding_parameters.value)} parameters) "
                     "included: an upper bound where the engine shares the target's table instead (not confirmed)")
     rate = acceptance_rate(draft)
     accepted = (f"; its stated acceptance length {draft.acceptance.length.value:g} at {draft.acceptance.draft_tokens} "

@@ -27,7 +27,7 @@ from inferplan.memory.moe_buffers import moe_profile_bytes
 from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
-from inferplan.units import GiB
+from inferplan.units import GiB, fmt_gib
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
@@ -116,7 +116,7 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     if stages_note:
         notes.append(stages_note)
     if on_host and weights.embedding_bytes and not weights.head_is_embedding:
-        notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
+        notes.append(f"{engine.id} keeps the token-embedding table ({fmt_gib(weights.embedding_bytes)}) in host "
                      "memory, not on a GPU")
     extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu, expert_dp)
     if extra_note:

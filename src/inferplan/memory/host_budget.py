@@ -24,7 +24,7 @@ from inferplan.memory.hardware import Hardware
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.offload import OffloadSplit
 from inferplan.memory.weights import WeightEstimate
-from inferplan.units import GiB
+from inferplan.units import GiB, fmt_gb
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def check_hicache_tier(d: Deployment, tier_bytes_per_gpu: float, device_kv_bytes
     raise InvalidScenarioError(
         f"SGLang's HiCache host pool ({tier_bytes_per_gpu / GiB:.2f} GiB per GPU) must be larger than the GPU's KV pool "
         f"({device_kv_bytes_per_gpu / GiB:.2f} GiB): releases before PR #28614 refuse to start", field=field,
-        allowed=f"{field} above {device_kv_bytes_per_gpu / 1e9:.1f} GB per GPU" if d.hicache_size else f"{field} above 1")
+        allowed=f"{field} above {fmt_gb(device_kv_bytes_per_gpu)} per GPU" if d.hicache_size else f"{field} above 1")
 
 
 def host_memory_use(catalog: Catalog, d: Deployment, hw: Hardware, split: OffloadSplit | None, layout: KvLayout,

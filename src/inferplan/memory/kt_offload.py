@@ -27,7 +27,7 @@ from inferplan.catalog.architecture import Architecture, MoeDims
 from inferplan.catalog.kt_schema import KtExpertFormat
 from inferplan.memory.kt_host import KtHost, kt_expert_format, kt_path
 from inferplan.memory.offload import OffloadSplit
-from inferplan.units import GiB
+from inferplan.units import GB, GiB
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 FIELD = "kt_num_gpu_experts"
@@ -88,7 +88,7 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
             f"({host.path.name}); attention, shared experts, dense layers and the KV cache on the GPU")
     gpu_freed = w.expert_bytes * cpu_share / gpus_in_instance  # the GPU part's experts, in its own format
     return OffloadSplit("kt", 0.0, host_experts, 0.0, gpu_freed, note,
-                        d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
+                        d.host_memory_bandwidth_gb_per_s * GB if d.host_memory_bandwidth_gb_per_s else None,
                         expert_flops_per_token=flops_per_token,
                         kt_host=host)
 

@@ -9,6 +9,7 @@ from inferplan.catalog.detect import LOCAL_ID, LocalMachine
 from inferplan.catalog.loader import Catalog
 from inferplan.memory.hardware import default_engine
 from inferplan.memory.matrix import FitsMatrix, fits_matrix
+from inferplan.units import fmt_gib
 
 
 
@@ -25,7 +26,7 @@ def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = N
                    models: list[str] | None = None, max_model_len: int | None = None, all_models: bool = False) -> LocalFits:
     """``catalog``: the catalogue with this machine's accelerator as ``local`` (``detect.local_catalog``)."""
     if not machine.has_gpu or LOCAL_ID not in catalog.accelerators:
-        ram = f"{machine.ram_bytes / 2**30:.1f} GiB RAM" if machine.ram_bytes else "RAM not read"
+        ram = f"{fmt_gib(machine.ram_bytes, '.1f')} RAM" if machine.ram_bytes else "RAM not read"
         return LocalFits(machine=machine, engine=None, matrix=None,
                          summary=f"no GPU: CPU and RAM only ({machine.cpu or 'CPU not read'}, {ram}); "
                                  "the planner models GPU and unified-memory serving, so nothing is planned here")

@@ -17,7 +17,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import parse_engine_version, release_key
 from inferplan.catalog.moe_kernels import SharedWorkspaceRequest, moe_kernel
 from inferplan.catalog.schema import Accelerator
-from inferplan.units import GiB
+from inferplan.units import GiB, MiB
 
 
 def padding_factor(hidden: int, intermediate_share: int, hidden_multiple: int, intermediate_multiple: int) -> float:
@@ -121,7 +121,7 @@ def shared_request_bytes(req: SharedWorkspaceRequest, arch: Architecture, *, con
     keys = req.rows * context_tokens // c.csa_ratio
     total = _aligned(keys * c.index_head_dim * req.element_bytes, keys * 4, req.extra_bytes)
     return total, (f"the indexer's key gather {keys:,} × ({c.index_head_dim} × {req.element_bytes:g} + 4) B + "
-                   f"{req.extra_bytes / 2**20:g} MiB")
+                   f"{req.extra_bytes / MiB:g} MiB")
 
 
 def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Accelerator, tokens: int, *,

@@ -27,7 +27,7 @@ from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.stages import StageWeights, stage_bounds, stage_layer_counts
 from inferplan.memory.weights import WeightEstimate
-from inferplan.units import GiB
+from inferplan.units import GB, GiB
 
 OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
                   "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release")
@@ -161,7 +161,7 @@ def all_layers_on_gpu(n_gpu_layers: int | None, layers: int) -> bool:
 
 
 def _bandwidth(d: Deployment) -> float | None:
-    return d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None
+    return d.host_memory_bandwidth_gb_per_s * GB if d.host_memory_bandwidth_gb_per_s else None
 
 
 def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_instance: int) -> float:
@@ -170,7 +170,7 @@ def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_ins
     if d.kv_offloading_size:
         return d.kv_offloading_size * GiB
     if d.hicache_size:
-        return d.hicache_size * 1e9 * gpus_in_instance
+        return d.hicache_size * GB * gpus_in_instance
     if d.hicache_ratio:
         return d.hicache_ratio * kv_cache_bytes_per_gpu * gpus_in_instance
     return 0.0

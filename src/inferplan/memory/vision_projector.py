@@ -16,6 +16,7 @@ from inferplan.catalog.ollama import named_build
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.memory.resolve import resolve_model
+from inferplan.units import fmt_gib
 
 
 def vision_projector_bytes(catalog, d: Deployment) -> float:
@@ -37,6 +38,6 @@ def vision_projector_notes(catalog, d: Deployment, projector_bytes: float) -> li
     if not projector_bytes:
         return []
     named = named_build(catalog, d.model)
-    return [f"vision projector of {named.tag}: {projector_bytes / 2**30:.2f} GiB held on the GPU beside the text "
+    return [f"vision projector of {named.tag}: {fmt_gib(projector_bytes)} held on the GPU beside the text "
             "model, as Ollama loads it there (llama-server --mmproj), taken from the KV cache's room; its size is "
             "that of the model's F16 projector file, which Ollama's blob holds inline"]

@@ -15,6 +15,7 @@ from inferplan.catalog.models import KeptUnquantized, LayerFormats, ModelSpec
 from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.params import ParamBreakdown, count_params
+from inferplan.units import fmt_billions, fmt_gib
 
 UNQUANTIZED_BITS = 16  # embeddings, lm_head, norms and routers in GPU quantized checkpoints
 
@@ -155,13 +156,13 @@ def _mtp_notes(params: ParamBreakdown, loaded: bool, mtp_bytes: float, outside: 
     if not params.mtp:
         return []
     if loaded:
-        return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
+        return [f"multi-token-prediction layers ({fmt_billions(params.mtp, '.1f')} parameters, {fmt_gib(mtp_bytes)}) "
                 "loaded to draft with them (mtp_draft); they share the embeddings and lm_head"]
     if outside:
-        return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
+        return [f"multi-token-prediction layers ({fmt_billions(params.mtp, '.1f')} parameters, {fmt_gib(mtp_bytes)}) "
                 "loaded by the draft worker after the KV cache is sized, outside the fraction (mtp_draft): not in "
                 "these weights; the MTP draft's note says where they must fit"]
-    return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the checkpoint but not "
+    return [f"multi-token-prediction layers ({fmt_billions(params.mtp, '.1f')} parameters) are in the checkpoint but not "
             "loaded without speculative decoding (mtp_draft)"]
 
 
@@ -221,7 +222,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
         parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups, expert_bits=expert_bits, formats=formats)
         other = quant.non_expert_bits_per_weight
         note = (
-            f"weights = {params.total / 1e9:.2f}B parameters: "
+            f"weights = {fmt_billions(params.total)} parameters: "
             + (f"routed experts kept in the checkpoint's {native_experts.quantization} at {expert_bits:g} bits "
                f"({native_experts.source}), other layers at {quant.bits_per_weight.value:g} bits"
                if native_experts else
@@ -232,7 +233,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
             + (f"; the output projection at {head_bits:g} bits" + ("" if params.lm_head else " (tied: the embedding table too)")
                if head_bits is not None else "")
         )
-        assumptions = ([f"weights = {params.total / 1e9:.2f}B parameters: {_formats_note(formats)}"] if formats
+        assumptions = ([f"weights = {fmt_billions(params.total)} parameters: {_formats_note(formats)}"] if formats
                        else [note, *_kept_notes(kept)])
         mtp = mtp_expert = 0.0
         if params.mtp and (mtp_loaded or mtp_outside):  # the MTP layers at the mean bits of the decoder layers they copy
@@ -265,7 +266,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
         quant.id,
         "parameters × bits",
         (
-            f"weights = {spec.total_params / 1e9:.0f}B published parameters × "
+            f"weights = {fmt_billions(spec.total_params, '.0f')} published parameters × "
             f"{quant.bits_per_weight.value:g} bits: no {quant.id} checkpoint size and no config.json; "
             "real mixed-precision checkpoints are larger",
         ),

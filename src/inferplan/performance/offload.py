@@ -21,6 +21,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan
 from inferplan.performance.kt_cpu import KtCpu, kt_cpu
+from inferplan.units import GB, fmt_gb_per_s, fmt_gib
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def host_bandwidth(mp: MemoryPlan, catalog: Catalog, stated_gb_per_s: float | No
     (``host_memory_bandwidth_gb_per_s``), else the system card's, else a unified-memory accelerator's own
     memory, else offload.yaml's desktop default."""
     stated = mp.offload.host_bandwidth_bytes_per_s if mp.offload is not None else None
-    stated = stated or (stated_gb_per_s * 1e9 if stated_gb_per_s else None)
+    stated = stated or (stated_gb_per_s * GB if stated_gb_per_s else None)
     system = mp.hardware.system.host_memory_bandwidth_bytes_per_s if mp.hardware.system is not None else None
     if stated:
         return stated, "stated (host_memory_bandwidth_gb_per_s)"
@@ -109,7 +110,7 @@ def host_offload(mp: MemoryPlan, gpus: int, catalog: Catalog) -> HostOffload | N
         min_copy_tokens=catalog.constant("llamacpp-op-offload-min-batch-tokens") if split.mode == "cpu" else 0.0,
         note=_note(split.host_dense_bytes + split.host_expert_bytes,
                    _read_per_token(mp, split.host_dense_bytes, split.host_expert_bytes), dram, origin,
-                   "" if split.mode == "cpu" else f"; copied to the GPU at {copy / 1e9:.1f} GB/s in every forward pass"))
+                   "" if split.mode == "cpu" else f"; copied to the GPU at {fmt_gb_per_s(copy)} in every forward pass"))
 
 
 def _read_per_token(mp: MemoryPlan, dense_bytes: float, expert_bytes: float) -> float:
@@ -121,8 +122,8 @@ def _read_per_token(mp: MemoryPlan, dense_bytes: float, expert_bytes: float) -> 
 
 
 def _note(host_weight_bytes: float, read_bytes_per_token: float, dram: float, origin: str, tail: str = "") -> str:
-    return (f"weights in host RAM: {host_weight_bytes / 2**30:.2f} GiB, {read_bytes_per_token / 2**30:.2f} GiB of them read per "
-            f"decoded token at batch 1 (the dense part whole, the routed experts it picks), at {dram / 1e9:.1f} GB/s of host "
+    return (f"weights in host RAM: {fmt_gib(host_weight_bytes)}, {fmt_gib(read_bytes_per_token)} of them read per "
+            f"decoded token at batch 1 (the dense part whole, the routed experts it picks), at {fmt_gb_per_s(dram)} of host "
             f"memory bandwidth from {origin}{tail}")
 
 

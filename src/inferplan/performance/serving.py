@@ -37,6 +37,7 @@ from inferplan.performance.phases import StepTime, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.run_record import MeasuredPoint, UserRun
 from inferplan.performance.track_record import with_track_record
+from inferplan.units import fmt_billions
 
 
 
@@ -444,7 +445,7 @@ def _draft_cost(ctx: ServingContext) -> str:
     work = ctx.work
     share = f"each draft token costs {work.draft_cost_ratio:.3f} of a step"
     if work.draft_active_params:
-        return (f"{share} (of its maths: a forward of draft model {ctx.d.draft_checkpoint}, {work.draft_active_params / 1e9:.2f}B "
-                f"active parameters over the target's {work.active_params / 1e9:.2f}B; and the kernel launches of its "
+        return (f"{share} (of its maths: a forward of draft model {ctx.d.draft_checkpoint}, {fmt_billions(work.draft_active_params)} "
+                f"active parameters over the target's {fmt_billions(work.active_params)}; and the kernel launches of its "
                 f"{work.draft_layers} decoder layers)")
     return f"{share} (one decoder layer and the lm_head, as MTP and EAGLE heads are built)"

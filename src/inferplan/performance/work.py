@@ -34,6 +34,7 @@ from inferplan.memory.expert_split import expert_slot_share, redundant_experts
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
+from inferplan.units import fmt_billions
 
 ACTIVATION_BYTES = 2  # activations (hidden states, residual streams) move in 16 bits
 
@@ -299,8 +300,8 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
             top_k = int(catalog.constant("unpublished-expert-split-experts-per-token"))
         share = (1 - mp.spec.active_params / mp.spec.total_params) / (1 - top_k / num_experts)
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
-        notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
-                     f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
+        notes.append(f"expert weights sized from {fmt_billions(mp.spec.active_params, '.0f')} active of "
+                     f"{fmt_billions(mp.spec.total_params, '.0f')} total, {top_k} of {num_experts} experts per token")
     if not expert_params and experts_gpu and num_experts:  # no parameter count: the experts' weights from their bytes
         expert_params = experts_gpu * shards * 8 / mp.gpu_format.bits_per_weight.value
         routed_active = expert_params * top_k / num_experts

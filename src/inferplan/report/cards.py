@@ -12,6 +12,7 @@ from inferplan.economics.plan_inputs import NOT_SHIPPING
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text, monthly_text
 from inferplan.report.sources import SourceNote
+from inferplan.units import fmt_billions
 
 
 class Card(BaseModel):
@@ -46,7 +47,7 @@ def _beyond_capacity(r: PlanResult) -> str:
         return ""
     if r.capacity_tokens_per_month <= 0:
         return "unreachable: the loadouts carry no user at the speed target"
-    return (f"beyond the {r.capacity_tokens_per_month / 1e9:,.2f}B tokens / month these loadouts carry: even fully used, "
+    return (f"beyond the {fmt_billions(r.capacity_tokens_per_month, ',.2f')} tokens / month these loadouts carry: even fully used, "
             f"{'renting' if r.rented else 'owning'} costs more per token than the API")
 
 
@@ -132,10 +133,10 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months",
              note=r.rent_vs_buy_break_even_note or ""),
         Card(key="api_break_even", label="API break-even volume",
-             value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month",
+             value="—" if r.api_break_even_tokens_per_month is None else f"{fmt_billions(r.api_break_even_tokens_per_month, ',.2f')} tokens / month",
              note=_beyond_capacity(r)),
         Card(key="migration_break_even", label="Migration break-even volume",
-             value="—" if r.migration_break_even_tokens is None else f"{r.migration_break_even_tokens / 1e9:,.2f}B tokens",
+             value="—" if r.migration_break_even_tokens is None else f"{fmt_billions(r.migration_break_even_tokens, ',.2f')} tokens",
              note="porting cost ÷ per-token saving; state a porting cost and a target price per million tokens "
                   "in the scenario's money section to compute it"),
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_config import configured
 from inferplan.report.sources import SourceNote, source_notes
+from inferplan.units import fmt_gb, fmt_gb_per_s
 
 
 class MemoryConfigurationView(BaseModel):
@@ -39,9 +40,9 @@ def memory_configuration_views(catalog: Catalog) -> list[ConfigurableAccelerator
         for configuration in base.memory_configurations:
             sized = configured(base, configuration)
             rows.append(MemoryConfigurationView(
-                id=sized.id, name=f"{base.name} {configuration.memory_bytes.value / 1e9:g} GB",
-                label=(f"{sized.memory_bytes.value / 1e9:g} GB, "
-                       f"{sized.memory_bandwidth_bytes_per_s.value / 1e9:g} GB/s"),
+                id=sized.id, name=f"{base.name} {fmt_gb(configuration.memory_bytes.value, 'g')}",
+                label=(f"{fmt_gb(sized.memory_bytes.value, 'g')}, "
+                       f"{fmt_gb_per_s(sized.memory_bandwidth_bytes_per_s.value, 'g')}"),
                 default=sized.id == base.id,
                 sources=source_notes(catalog, sized.memory_bytes, sized.memory_bandwidth_bytes_per_s)))
         views.append(ConfigurableAcceleratorView(accelerator=base.id, name=base.name, configurations=rows))

@@ -26,7 +26,7 @@ from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
 from inferplan.search.deploying import plan_launch
 from inferplan.search.experts_over_dp import EXPERTS_OVER_DP
-from inferplan.units import GiB
+from inferplan.units import BILLION, GB, GiB
 
 
 class PlanRequest(Input):
@@ -189,10 +189,10 @@ def model_cards(catalog: Catalog, include_reference: bool = False) -> list[Model
     for m in catalog.models:
         if m.status == "reference" and not include_reference:
             continue
-        params = _count(m.total_params, 1e9, "B", 1)
+        params = _count(m.total_params, BILLION, "B", 1)
         if m.active_params:
-            params += f" total / {_count(m.active_params, 1e9, 'B', 1)} active"
-        checkpoints = [f"{c.name} ({c.quantization}, {_count(c.size_bytes, 1e9, ' GB', 1)})" for c in m.checkpoints]
+            params += f" total / {_count(m.active_params, BILLION, 'B', 1)} active"
+        checkpoints = [f"{c.name} ({c.quantization}, {_count(c.size_bytes, GB, ' GB', 1)})" for c in m.checkpoints]
         arch = "published config" if m.config else (f"proxy: {m.kv_proxy}" if m.kv_proxy else "not published")
         cards.append(ModelCardView(
             id=m.id, name=m.name, status=m.status, licence=m.licence.name if m.licence else "—",

@@ -35,11 +35,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from inferplan.catalog.models import looks_like_path
 from inferplan.errors import InvalidScenarioError
 from inferplan.shells.pydantic_errors import plain_message
+from inferplan.units import KiB
 
 # Legitimate bodies are small: the default scenario written out in full with a 200-character name
 # is 1.4 KB, a fits request naming every catalogue model, GPU, system and precision 2.4 KB, and the
 # largest fits request its limits admit (160 names of 200 characters) 33 KB; 64 KiB is above all.
-MAX_BODY_BYTES = 64 * 1024
+MAX_BODY_BYTES = 64 * KiB
 ECHO_CHARS = 120  # how much of a bad input an error quotes back
 NOT_FOUND_ALLOWED = "a path /openapi.json lists, the page at /, or a file under /static"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inferplan.shells.command_lines import script_lines
-from inferplan.units import GB, GiB, plural
+from inferplan.units import GB, GiB, fmt_kib, fmt_ms, plural
 
 
 def gib(n: float | None) -> str:
@@ -135,16 +135,16 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
     parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
     print_parts(console, parts, indent=4)
-    per_token = f"{r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token"
+    per_token = f"{fmt_kib(r.kv_cache_bytes_per_token)} per token"
     if r.kv_cache_copies > 1 and r.kv_cache_bytes_per_token_one_copy is not None:  # a layer held whole on several TP ranks
         tp = p.tensor_parallel_size
         held = (f"replicated on each of the {tp} TP ranks" if round(r.kv_cache_copies) == tp
                 else f"replicated {r.kv_cache_copies:g}× over the {tp} TP ranks")
-        per_token = (f"{r.kv_cache_bytes_per_token_one_copy / 1024:,.1f} KiB per token, {held} "
-                     f"({r.kv_cache_bytes_per_token / 1024:,.1f} KiB across the instance)")
+        per_token = (f"{fmt_kib(r.kv_cache_bytes_per_token_one_copy)} per token, {held} "
+                     f"({fmt_kib(r.kv_cache_bytes_per_token)} across the instance)")
     if r.kv_cache_bytes_per_token_beyond_window is not None:
         per_token += (f" within the {r.kv_window_tokens:,}-token sliding window, "
-                      f"{r.kv_cache_bytes_per_token_beyond_window / 1024:,.1f} KiB beyond it")
+                      f"{fmt_kib(r.kv_cache_bytes_per_token_beyond_window)} beyond it")
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
         most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
@@ -261,7 +261,7 @@ def print_perf(console: Console, e, explain: bool = False, simulate: str | None 
     source = source_words(e)
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency:,}: "
-                  f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
+                  f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {fmt_ms(e.ttft_s)} ({source})")
     if e.queue_note:
         console.print(f"[yellow]note:[/] {e.queue_note}", highlight=False)
     if e.layout_note:
@@ -274,8 +274,8 @@ def print_perf(console: Console, e, explain: bool = False, simulate: str | None 
         console.print(f"{e.measured_label}: run {e.measured_record} (inferplan measurements show {e.measured_record})")
     table = Table("metric", "value", show_header=True)
     for label, value in (
-        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
-        ("TPOT (inter-token latency)", f"{e.tpot_s * 1e3:,.2f} ms"),
+        ("TTFT", fmt_ms(e.ttft_s, ",.1f")),
+        ("TPOT (inter-token latency)", fmt_ms(e.tpot_s, ",.2f")),
         ("output tokens/s per user", f"{e.output_tokens_per_s_per_user:,.1f}"),
         ("output tokens/s total", f"{e.output_tokens_per_s_total:,.0f}"),
         ("output tokens/s per GPU", f"{e.output_tokens_per_s_per_gpu:,.0f}"),
@@ -300,7 +300,7 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
         table.add_column(col, justify="right")
     for p in f.points:
         table.add_row(f"{p.concurrency:,}", f"{p.output_tokens_per_s_per_user:,.1f}", f"{p.output_tokens_per_s_per_gpu:,.0f}",
-                      f"{p.ttft_s * 1e3:,.0f} ms", p.bound)
+                      fmt_ms(p.ttft_s), p.bound)
     console.print(table)
     if f.layout_note:
         console.print(f.layout_note, highlight=False)

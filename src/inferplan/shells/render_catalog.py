@@ -11,7 +11,7 @@ from rich.table import Table
 from inferplan.catalog.provenance import Sourced, iter_sourced
 from inferplan.report.numbers import si_text
 from inferplan.shells.render import Col, gb, layout, print_assumptions
-from inferplan.units import GB, MiB
+from inferplan.units import BILLION, GB, MiB, fmt_billions, fmt_kib
 
 
 def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
@@ -41,9 +41,9 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
                 Col("context", False), Col("formats"), Col("config", False)]
         rows = []
         for m in entries:
-            params = _q(m.total_params, 1e9, "{:,.1f}B")
+            params = _q(m.total_params, BILLION, "{:,.1f}B")
             if m.active_params:
-                params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
+                params += " / " + _q(m.active_params, BILLION, "{:,.1f}B")
             rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), _formats(m.checkpoints),
                          "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
     else:
@@ -74,10 +74,10 @@ def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
 
 
 def print_import(console: Console, s, explain: bool = False) -> None:
-    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active per token)" if s.experts else "")
+    params = fmt_billions(s.total_params, ",.1f") + (f" ({fmt_billions(s.active_params, ',.1f')} active per token)" if s.experts else "")
     context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
     console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
-    console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
+    console.print(f"  context: {context}; KV cache: {fmt_kib(s.kv_cache_bytes_per_token_bf16)} per token at 16 bits"
                   + (f", plus {s.state_bytes_per_sequence_bf16 / MiB:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
     checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
     console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)

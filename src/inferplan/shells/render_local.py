@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, gib, layout
-from inferplan.units import GiB
+from inferplan.units import GiB, fmt_ms
 
 
 def print_machine(console: Console, machine) -> None:
@@ -30,7 +30,7 @@ METRIC_LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "output_tokens_per_s_total"
 
 
 def _figure(metric: str, value: float) -> str:
-    return f"{value * 1e3:,.2f} ms" if metric.endswith("_s") and not metric.endswith("per_s") else f"{value:,.1f}"
+    return fmt_ms(value, ",.2f") if metric.endswith("_s") and not metric.endswith("per_s") else f"{value:,.1f}"
 
 
 def print_runs(console: Console, runs) -> None:
@@ -126,7 +126,7 @@ def print_offloads(console: Console, offloads, ram_bytes: int | None) -> None:
         table.add_column(col, overflow="fold")
     for row in offloads:
         o = row.offload
-        speed = (f"{o.ttft_s * 1e3:,.0f} ms", f"{o.output_tokens_per_s_per_user:,.1f}") if o.ttft_s is not None else ("—", "—")
+        speed = (fmt_ms(o.ttft_s), f"{o.output_tokens_per_s_per_user:,.1f}") if o.ttft_s is not None else ("—", "—")
         table.add_row(row.model, row.quantization, o.flag, f"{o.host_memory_bytes_needed / GiB:,.1f} GiB", *speed)
     console.print(table)
 
@@ -138,6 +138,6 @@ def print_speeds(console: Console, speeds) -> None:
     for col in ("model", "quant", "TTFT", "output tokens/s", "source"):
         table.add_column(col)
     for s in speeds:
-        table.add_row(s.model, s.quantization, f"{s.ttft_s * 1e3:,.0f} ms", f"{s.output_tokens_per_s_per_user:,.1f}", s.source)
+        table.add_row(s.model, s.quantization, fmt_ms(s.ttft_s), f"{s.output_tokens_per_s_per_user:,.1f}", s.source)
     console.print(table)
 

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, gb, gib, layout
+from inferplan.units import fmt_ms
 
 
 def print_memory_validation(console: Console, v) -> None:
@@ -56,7 +57,7 @@ def _yes(x: bool | None) -> str:
 def _speed_value(x: float, metric: str) -> str:
     """A measured or predicted speed: times (TPOT, TTFT) are seconds inside and shown in ms."""
     is_time = metric.endswith("_s") and not metric.endswith("_per_s")  # ttft_s, tpot_s; not prefill_tokens_per_s
-    return f"{x * 1e3:,.2f} ms" if is_time else f"{x:,.1f}"
+    return fmt_ms(x, ",.2f") if is_time else f"{x:,.1f}"
 
 
 def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None,

@@ -38,6 +38,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.params import count_params
 from inferplan.memory.resolve import resolve_model
+from inferplan.units import fmt_gib
 
 TOOL = "trtllm-bench"
 KV_FREE_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default
@@ -88,8 +89,8 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))
     if checkpoint_bytes >= tp * pp * device:
         raise InvalidScenarioError(
-            f"trtllm-bench would refuse this run: it counts the checkpoint at {checkpoint_bytes / 2**30:.1f} GiB, "
-            f"more than the {tp * pp} GPUs' {tp * pp * device / 2**30:.1f} GiB", field="batch_limits_by",
+            f"trtllm-bench would refuse this run: it counts the checkpoint at {fmt_gib(checkpoint_bytes, '.1f')}, "
+            f"more than the {tp * pp} GPUs' {fmt_gib(tp * pp * device, '.1f')}", field="batch_limits_by",
             allowed="a run whose checkpoint fits the GPUs")
     cache_bytes = (tp * pp * device - checkpoint_bytes) * KV_FREE_FRACTION
     isl, osl = max(point.input_tokens, 1), max(point.output_tokens, 1)

@@ -19,7 +19,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, engine_rules, release_key
 from inferplan.validation.docs_tables import markdown_row, write_or_check
 from inferplan.validation.memory import MemoryValidation, SplitSummary, validate_memory
-from inferplan.units import GiB
+from inferplan.units import GB, GiB
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "memory.md"
 
@@ -119,9 +119,9 @@ def peaks_table(v: MemoryValidation) -> str:
     for c in v.checks:
         if c.measured_peak_bytes is None:
             continue
-        pred = "—" if c.predicted_peak_bytes is None else f"{c.predicted_peak_bytes / 1e9:.2f}"
+        pred = "—" if c.predicted_peak_bytes is None else f"{c.predicted_peak_bytes / GB:.2f}"
         err = "—" if c.peak_error is None else f"{c.peak_error:+.1%}".replace("%", " %").replace("-", "−")
-        lines.append(markdown_row([c.id, c.split, f"{c.measured_peak_bytes / 1e9:.3f} / {pred}", err]))
+        lines.append(markdown_row([c.id, c.split, f"{c.measured_peak_bytes / GB:.3f} / {pred}", err]))
     return "\n".join(lines) + "\n"
 
 

@@ -29,6 +29,7 @@ from inferplan.performance.measured import point_value
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import estimate
 from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
+from inferplan.units import GB
 
 KIND = {
     SpeedMetric.DECODE_TOKENS_PER_S_PER_USER: "decode",
@@ -143,7 +144,7 @@ def scenario(point: SpeedPoint, context_tokens: int | None = None,
         n_gpu_layers=point.n_gpu_layers, n_cpu_moe=point.n_cpu_moe, cpu_offload_gb=point.cpu_offload_gb,
         kt_num_gpu_experts=point.kt_num_gpu_experts, host_memory_gb=point.host_memory_gb,
         kt_release=point.kt_release, kt_method=point.kt_method, host_sockets=point.host_sockets,
-        host_memory_bandwidth_gb_per_s=(point.host_memory_bandwidth_bytes_per_s.value / 1e9
+        host_memory_bandwidth_gb_per_s=(point.host_memory_bandwidth_bytes_per_s.value / GB
                                         if point.host_memory_bandwidth_bytes_per_s else None),
     )
     generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
