@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from inferplan.catalog.ollama import OLLAMA
 from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.schema_base import Software
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS
 from inferplan.errors import CatalogError
 
@@ -21,7 +22,7 @@ ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "e
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
                         "metal_max_instance_gpus", "metal_kv_cache_dtypes", "compressed_attention_kv_cache_dtypes",
-                        "attention_dp_chunk")
+                        "attention_dp_chunk", "matmul_in_16_bit", "backends", "default_on")
 
 
 def check_references(catalog) -> None:
@@ -84,7 +85,7 @@ def check_references(catalog) -> None:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
         _check_ollama(catalog, model)
     check_ollama_runners(catalog)
-
+    check_default_engines(catalog)
 
     for engine in catalog.engines:
         for rule in ENGINE_SOURCED_RULES:
@@ -202,3 +203,19 @@ def check_ollama_runners(catalog) -> None:
         if floors != sorted(floors, reverse=True):
             raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",
                                field=runner.id)
+
+
+def check_default_engines(catalog) -> None:
+    """Where engines.yaml states ``default_on``, every software stack has exactly one engine planned on it by
+    default, an engine that runs there."""
+    if not any(e.default_on for e in catalog.engines):
+        return
+    for software in Software:
+        named = [e for e in catalog.engines if software in e.default_on]
+        if len(named) != 1:
+            raise CatalogError(f"engines: {len(named)} engines are the default on {software.value} "
+                               f"({', '.join(e.id for e in named) or 'none'})", field="default_on",
+                               allowed="exactly one engine per software stack")
+        if named[0].runs_on and software not in named[0].runs_on:
+            raise CatalogError(f"engines:{named[0].id}: the default on {software.value}, where it does not run "
+                               "(runs_on)", field=named[0].id, allowed=", ".join(s.value for s in named[0].runs_on))
