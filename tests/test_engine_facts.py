@@ -10,7 +10,7 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.references import check_default_engines
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import default_engine
-from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype
+from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype, rates_for
 
 CATALOG = load_catalog()
 H100 = CATALOG.accelerator("h100-sxm")
@@ -79,3 +79,20 @@ def test_each_software_stack_has_exactly_one_default_engine_that_runs_there():
     llamacpp = CATALOG.engine("llamacpp").model_copy(update={"default_on": ("metal",)})
     with pytest.raises(CatalogError, match="does not run"):
         check_default_engines(SimpleNamespace(engines=[*others, nowhere, llamacpp]))
+
+
+def test_activations_move_in_the_catalogued_bytes_per_value():
+    from dataclasses import replace
+
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.phases import stage_hop_s
+    from inferplan.performance.work import model_work
+
+    record = CATALOG.calibration.records["activation-bytes"]
+    assert record.value == 2 and set(record.sources) <= set(CATALOG.sources)
+    work = model_work(plan_memory(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=2, engine="vllm",
+                                             pipeline_parallel_size=2), CATALOG), CATALOG)
+    assert work.activation_bytes == 2 and work.moe_dispatch_bytes_per_token > 0
+    rates = rates_for(CATALOG, H100, CATALOG.quantization("bf16"), "vllm", None)
+    assert stage_hop_s(replace(work, activation_bytes=4), rates, 100) > stage_hop_s(work, rates, 100)
