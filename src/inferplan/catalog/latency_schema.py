@@ -1,11 +1,13 @@
-"""Published serving runs that report latency percentiles at a stated load (``latency_points``)."""
+"""Published serving runs that report latency percentiles at a stated load (``latency_points``), and how the
+benchmark clients that ran them draw request lengths (``benchmark_datasets``)."""
 
 from typing import Literal
 
 from pydantic import Field
 
-from inferplan.catalog.provenance import Sourced
+from inferplan.catalog.provenance import Ratio, Sourced
 from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.errors import CatalogError
 
 LATENCY_METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "itl_p50_s", "itl_p99_s", "ttft_mean_s",
                    "tpot_mean_s", "request_throughput_per_s", "output_tokens_per_s_total", "e2e_p50_s", "e2e_p99_s")
@@ -46,3 +48,41 @@ class LatencyPoint(Frozen):
     measured: dict[Literal[LATENCY_METRICS], Sourced]  # type: ignore[valid-type]
     split: Literal["fit", "holdout"]
     caveats: tuple[str, ...] = ()
+
+
+class BenchmarkDataset(Frozen):
+    """How the benchmark client of ``engine`` (``LatencyPoint.engine``: vLLM's benchmark_serving, SGLang's
+    bench_serving) spreads the prompt and output lengths of a ``dataset`` around the means a run states: each
+    length's squared coefficient of variation (variance over the squared mean; 0: every request the same) and
+    the shape of their distribution."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id whose client ran the benchmark
+    dataset: str  # LatencyPoint.dataset: random | sharegpt
+    prompt_scv: Ratio
+    output_scv: Ratio
+    shape: Literal["uniform", "lognormal"]
+    shape_source: str
+    note: str = ""
+
+
+def check_benchmark_datasets(catalog) -> None:
+    """Each (client, dataset) has one record, its sources are known, and every latency point's has one
+    (``catalog`` untyped: the loader imports this module)."""
+    seen: dict[tuple[str, str], str] = {}
+    for record in catalog.benchmark_datasets:
+        key = (record.engine, record.dataset)
+        if key in seen:
+            raise CatalogError(f"benchmark_datasets:{record.id}: {record.engine} {record.dataset} is also {seen[key]}",
+                               field=record.id)
+        seen[key] = record.id
+        if record.shape_source not in catalog.sources or record.engine not in catalog.engines:
+            raise CatalogError(f"benchmark_datasets:{record.id}: unknown shape_source {record.shape_source!r} or "
+                               f"engine {record.engine!r}", field=record.id)
+    if not seen:  # a partial catalogue without the clients' file
+        return
+    for point in catalog.latency_points:
+        if (point.engine, point.dataset) not in seen:
+            raise CatalogError(f"latency_points:{point.id}: no benchmark_datasets record for {point.engine}'s client "
+                               f"on {point.dataset}", field=point.id,
+                               allowed=", ".join(f"{e} {d}" for e, d in seen))
