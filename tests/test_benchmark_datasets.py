@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.latency_schema import check_benchmark_datasets
+from inferplan.catalog.latency_schema import check_benchmark_clients
 from inferplan.errors import CatalogError
 from inferplan.validation.latency import _load
 
@@ -38,10 +38,11 @@ def test_a_runs_load_takes_its_clients_spread_from_the_catalogue():
 
 def test_a_latency_point_whose_client_has_no_spread_is_refused_on_load():
     kept = [d for d in CATALOG.benchmark_datasets if d.id != "vllm-sharegpt"]
-    partial = SimpleNamespace(benchmark_datasets=kept, sources=CATALOG.sources, engines=CATALOG.engines,
+    partial = SimpleNamespace(benchmark_datasets=kept, bench_tunings=CATALOG.bench_tunings, sources=CATALOG.sources,
+                              engines=CATALOG.engines,
                               latency_points=CATALOG.latency_points)
     with pytest.raises(CatalogError, match="no benchmark_datasets record for vllm's client on sharegpt"):
-        check_benchmark_datasets(partial)
+        check_benchmark_clients(partial)
     twice = SimpleNamespace(**{**vars(partial), "benchmark_datasets": [*CATALOG.benchmark_datasets, kept[0]]})
     with pytest.raises(CatalogError, match="is also"):
-        check_benchmark_datasets(twice)
+        check_benchmark_clients(twice)

@@ -1,11 +1,12 @@
-"""Published serving runs that report latency percentiles at a stated load (``latency_points``), and how the
-benchmark clients that ran them draw request lengths (``benchmark_datasets``)."""
+"""Published serving runs that report latency percentiles at a stated load (``latency_points``), how the
+benchmark clients that ran them draw request lengths (``benchmark_datasets``), and how a benchmark tool sizes
+the batch limits of a run that states none (``bench_tunings``)."""
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from inferplan.catalog.provenance import Ratio, Sourced
+from inferplan.catalog.provenance import Count, Ratio, Sourced
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError
 
@@ -66,9 +67,44 @@ class BenchmarkDataset(Frozen):
     note: str = ""
 
 
-def check_benchmark_datasets(catalog) -> None:
-    """Each (client, dataset) has one record, its sources are known, and every latency point's has one
-    (``catalog`` untyped: the loader imports this module)."""
+class RoundingStep(Frozen):
+    """Values below ``below`` (None: every larger one) round up to a multiple of ``multiple``."""
+
+    below: float | None = None
+    multiple: int = Field(ge=1)
+
+
+class BenchTuning(Frozen):
+    """How a benchmark tool (``id``: trtllm-bench) sets max_batch_size and max_num_tokens for a run that states
+    neither, from the KV cache it expects (``validation/bench_limits.py``): the share of free memory it gives
+    the cache, the caps on sequences and tokens, and the steps and least values it rounds them up to."""
+
+    id: str = Field(pattern=SLUG)
+    kv_free_fraction: Ratio
+    max_sequences: Count  # the cap on the whole batch before it is split over pipeline stages
+    max_tokens: Count
+    least_batch: Count
+    batch_steps: tuple[RoundingStep, ...] = Field(min_length=1)
+    least_tokens: Count
+    token_steps: tuple[RoundingStep, ...] = Field(min_length=1)
+    steps_source: str
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _steps_rise_to_an_open_one(self) -> "BenchTuning":
+        for steps in (self.batch_steps, self.token_steps):
+            bounds = [s.below for s in steps[:-1]]
+            if steps[-1].below is not None or None in bounds or bounds != sorted(bounds):
+                raise ValueError("rounding steps rise by 'below', the last one open (no 'below')")
+        return self
+
+
+def check_benchmark_clients(catalog) -> None:
+    """Each (client, dataset) has one record, its sources are known, and every latency point's has one; each
+    tool's rounding steps name a known source (``catalog`` untyped: the loader imports this module)."""
+    for tuning in catalog.bench_tunings:
+        if tuning.steps_source not in catalog.sources:
+            raise CatalogError(f"bench_tunings:{tuning.id}: unknown steps_source {tuning.steps_source!r}", field=tuning.id)
     seen: dict[tuple[str, str], str] = {}
     for record in catalog.benchmark_datasets:
         key = (record.engine, record.dataset)
