@@ -51,12 +51,12 @@ def test_llamacpp_back_ends_follow_the_catalogue():
 
 
 def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
-    with_backends = tuple(e.id for e in CATALOG.engines if e.backends)
-    assert with_backends == ("llamacpp",)
+    with_backends = tuple(e for e in CATALOG.engines if e.backends)
+    assert [e.id for e in with_backends] == ["llamacpp"]
     assert CATALOG.engine("vllm").default_backend(H100.software) is None
     with pytest.raises(InvalidScenarioError) as err:
         check_backend(CATALOG.engine("vllm"), "cuda", H100, with_backends)
-    assert "engine llamacpp" in err.value.allowed
+    assert "--engine llamacpp" in err.value.allowed and "only llama.cpp has" in str(err.value)
 
 
 def test_the_default_engine_by_software_stack_is_data():

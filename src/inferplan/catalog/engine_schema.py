@@ -245,6 +245,11 @@ class EngineDefaults(Frozen):
             return self.metal_kv_cache_dtypes
         return self.kv_cache_dtypes
 
+    @property
+    def short_name(self) -> str:
+        """The name without its parenthesised tool: llama.cpp for "llama.cpp (llama-server)"."""
+        return self.name.split(" (")[0]
+
     def default_backend(self, software: Software) -> str | None:
         """The back end planned on ``software`` where none is named: the first of ``backends`` that runs
         there (None: an engine without selectable back ends, or none of them runs there)."""

@@ -64,7 +64,8 @@ class ServingContext:
         refuse_unfit(fit, d, catalog)
         self._check_request()
         record = catalog.engine(d.engine)
-        check_backend(record, w.backend, self.mp.accelerator, tuple(e.id for e in catalog.engines if e.backends))
+        check_backend(record, w.backend, self.mp.accelerator,
+                      tuple(e for e in catalog.engines if e.backends))
         self.backend = backend = w.backend or record.default_backend(self.mp.accelerator.software)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id, fit.engine_release)

@@ -155,19 +155,19 @@ def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accel
 
 
 def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerator,
-                  with_backends: tuple[str, ...] = ()) -> None:
-    """A back end is asked of an engine with selectable back ends (``with_backends``: their ids), and it
-    must run on the accelerator's software stack (engines.yaml ``backends``)."""
+                  with_backends: tuple[EngineDefaults, ...] = ()) -> None:
+    """A back end is asked of an engine with selectable back ends (``with_backends``: the engines that have
+    them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
     if backend is None:
         return
     if not engine.backends:
-        raise InvalidScenarioError(f"only {' and '.join(with_backends) or 'no engine'} has selectable back ends (asked "
+        raise InvalidScenarioError(f"only {' and '.join(e.short_name for e in with_backends) or 'no engine'} has selectable back ends (asked "
                                    f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
                                    f"({accel.software.value})", field="backend",
-                                   allowed=" | ".join(("leave it out", *(f"engine {e}" for e in with_backends))))
+                                   allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
     usable = engine.backends_on(accel.software)
     if backend not in usable:
-        raise InvalidScenarioError(f"{engine.id}'s {backend} back end does not run on {accel.name} "
+        raise InvalidScenarioError(f"{engine.short_name}'s {backend} back end does not run on {accel.name} "
                                    f"({accel.software.value})", field="backend",
                                    allowed=" | ".join(usable) or f"none: {engine.id} has no back end for this accelerator")
 
