@@ -39,7 +39,7 @@ def test_a_runs_load_takes_its_clients_spread_from_the_catalogue():
 def test_a_latency_point_whose_client_has_no_spread_is_refused_on_load():
     kept = [d for d in CATALOG.benchmark_datasets if d.id != "vllm-sharegpt"]
     partial = SimpleNamespace(benchmark_datasets=kept, bench_tunings=CATALOG.bench_tunings, sources=CATALOG.sources,
-                              engines=CATALOG.engines,
+                              engines=CATALOG.engines, quantizations=CATALOG.quantizations,
                               latency_points=CATALOG.latency_points)
     with pytest.raises(CatalogError, match="no benchmark_datasets record for vllm's client on sharegpt"):
         check_benchmark_clients(partial)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from inferplan.catalog.provenance import Count, Ratio, Sourced
+from inferplan.catalog.provenance import Bytes, Count, Ratio, Sourced
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError
 
@@ -80,6 +80,10 @@ class BenchTuning(Frozen):
     the cache, the caps on sequences and tokens, and the steps and least values it rounds them up to."""
 
     id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id of the engine the tool runs
+    # the weight formats whose limits it tunes (its TUNED_QUANTS; for others it keeps the engine's defaults),
+    # with the bytes per stored element it counts for each (its BYTES_PER_ELEM, by the checkpoint's quant_algo)
+    tuned_formats: dict[str, Bytes] = Field(min_length=1)
     kv_free_fraction: Ratio
     max_sequences: Count  # the cap on the whole batch before it is split over pipeline stages
     max_tokens: Count
@@ -103,8 +107,12 @@ def check_benchmark_clients(catalog) -> None:
     """Each (client, dataset) has one record, its sources are known, and every latency point's has one; each
     tool's rounding steps name a known source (``catalog`` untyped: the loader imports this module)."""
     for tuning in catalog.bench_tunings:
-        if tuning.steps_source not in catalog.sources:
-            raise CatalogError(f"bench_tunings:{tuning.id}: unknown steps_source {tuning.steps_source!r}", field=tuning.id)
+        if tuning.steps_source not in catalog.sources or tuning.engine not in catalog.engines:
+            raise CatalogError(f"bench_tunings:{tuning.id}: unknown steps_source {tuning.steps_source!r} or engine "
+                               f"{tuning.engine!r}", field=tuning.id)
+        if stray := set(tuning.tuned_formats) - set(catalog.quantizations.records):
+            raise CatalogError(f"bench_tunings:{tuning.id}: tuned_formats names unknown weight formats "
+                               f"{', '.join(sorted(stray))}", field=tuning.id)
     seen: dict[tuple[str, str], str] = {}
     for record in catalog.benchmark_datasets:
         key = (record.engine, record.dataset)

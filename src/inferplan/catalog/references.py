@@ -12,7 +12,6 @@ from __future__ import annotations
 from inferplan.catalog.ollama import OLLAMA
 from inferplan.catalog.engine_schema import EngineDefaults
 from inferplan.catalog.schema_base import Software
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS
 from inferplan.errors import CatalogError
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
@@ -137,12 +136,14 @@ def check_references(catalog) -> None:
             raise CatalogError(f"engine_builds:{build.id}: unknown source {build.source!r}", field=build.id)
         if catalog.speed_points and (build.engine, build.engine_version) not in versions:
             raise CatalogError(f"engine_builds:{build.id}: no speed point names this engine and version", field=build.id)
-    for point in catalog.speed_points:
-        if point.batch_limits_by and (point.max_num_seqs or point.engine != "trtllm" or point.kv_cache_dtype == "auto"
-                                      or point.quantization not in BENCH_TUNED_FORMATS):
-            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by trtllm-bench is for a TensorRT-LLM run that "
-                               "states no max_num_seqs (the tool chose it), in a format the tool tunes "
-                               f"({', '.join(BENCH_TUNED_FORMATS)}) and with its KV cache dtype stated", field=point.id)
+    for point in (p for p in catalog.speed_points if p.batch_limits_by):
+        tool = catalog.bench_tunings.records.get(point.batch_limits_by)
+        if tool is None or point.max_num_seqs or point.engine != tool.engine or point.kv_cache_dtype == "auto" \
+                or point.quantization not in tool.tuned_formats:
+            tuned = ", ".join(tool.tuned_formats) if tool else "none: the tool has no bench_tunings record"
+            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by {point.batch_limits_by} is for a run of the "
+                               f"engine it runs that states no max_num_seqs (the tool chose it), in a format the tool "
+                               f"tunes ({tuned}) and with its KV cache dtype stated", field=point.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

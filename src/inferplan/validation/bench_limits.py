@@ -6,7 +6,7 @@ input + output length (source ``eng-trtllm-bench-tuning``: ``bench/build/tuning.
 ``calc_engine_setting`` and ``finetune_setting``, ``bench/build/build.py``
 ``get_benchmark_engine_settings``, ``bench/benchmark/utils/general.py`` ``get_settings``; v1.0 era):
 
-- only for the formats it tunes (``schema.BENCH_TUNED_FORMATS``; others keep the engine's defaults, which the
+- only for the formats it tunes (``tuned_formats``; others keep the engine's defaults, which the
   catalogue refuses to tag): the checkpoint's size is its stored element count × bytes per element
   (NVFP4 0.5, FP8 1, 16-bit 2) — NVFP4 checkpoints store two weights per one-byte element, so the
   tool counts them about half;
@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 from inferplan.catalog.latency_schema import BenchTuning, RoundingStep
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS
 from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
@@ -79,7 +78,7 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     bits = catalog.quantization(point.quantization).bits_per_weight.value
     # sub-byte and 8-bit weights (with their block scales) sit in one-byte elements; the rest one per weight
     stored = params.linear * (bits / 8 if bits <= 8 else 1) + (params.total - params.linear)
-    checkpoint_bytes = stored * BENCH_TUNED_FORMATS[point.quantization]  # bytes per stored element
+    checkpoint_bytes = stored * tuning.tuned_formats[point.quantization].value  # bytes per stored element
     kv_bits = catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
     token_bytes = 2 * arch.num_layers * max(tp, arch.num_kv_heads) * arch.head_dim * kv_bits / 8
     device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))
