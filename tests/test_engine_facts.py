@@ -8,6 +8,7 @@ import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.references import check_default_engines
+from inferplan.catalog.schema_base import Software
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import default_engine
 from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype, rates_for
@@ -66,10 +67,14 @@ def test_the_default_engine_by_software_stack_is_data():
     llamacpp = CATALOG.engine("llamacpp").model_copy(update={"default_on": ("vulkan",)})
     moved = SimpleNamespace(engines=[e for e in CATALOG.engines if e.id not in ("mlx", "llamacpp")] + [mlx, llamacpp])
     assert default_engine(moved, M1) == "mlx"
+    with pytest.raises(CatalogError, match="no engine is the default on metal"):
+        default_engine(SimpleNamespace(engines=[e for e in CATALOG.engines if e.id != "llamacpp"]), M1)
 
 
 def test_each_software_stack_has_exactly_one_default_engine_that_runs_there():
     check_default_engines(CATALOG)
+    for software in Software:
+        assert len([e for e in CATALOG.engines if software in e.default_on]) == 1, software
     twice = CATALOG.engine("mlx").model_copy(update={"default_on": ("metal",)})
     with pytest.raises(CatalogError, match="2 engines are the default on metal"):
         check_default_engines(SimpleNamespace(engines=[*CATALOG.engines, twice]))

@@ -207,16 +207,14 @@ def check_ollama_runners(catalog) -> None:
 
 
 def check_default_engines(catalog) -> None:
-    """Where engines.yaml states ``default_on``, every software stack has exactly one engine planned on it by
-    default, an engine that runs there."""
-    if not any(e.default_on for e in catalog.engines):
-        return
+    """No software stack has two engines planned on it by default (engines.yaml ``default_on``), and each
+    such engine runs there; a stack with none is refused when a plan needs it (``memory.hardware.default_engine``)."""
     for software in Software:
         named = [e for e in catalog.engines if software in e.default_on]
-        if len(named) != 1:
+        if len(named) > 1:
             raise CatalogError(f"engines: {len(named)} engines are the default on {software.value} "
-                               f"({', '.join(e.id for e in named) or 'none'})", field="default_on",
-                               allowed="exactly one engine per software stack")
-        if named[0].runs_on and software not in named[0].runs_on:
+                               f"({', '.join(e.id for e in named)})", field="default_on",
+                               allowed="one engine per software stack")
+        if named and named[0].runs_on and software not in named[0].runs_on:
             raise CatalogError(f"engines:{named[0].id}: the default on {software.value}, where it does not run "
                                "(runs_on)", field=named[0].id, allowed=", ".join(s.value for s in named[0].runs_on))
