@@ -45,9 +45,10 @@ def test_tensorrt_llm_holds_each_micro_batch_to_its_limits_and_vllm_the_instance
 
 def test_trtllm_bench_rounds_as_its_tuning_code_does():
     # finetune_setting: at least 64 sequences, to 32 below 256, to 128 below 1024, else to 256
-    assert [_round_batch(x) for x in (1, 65, 255.5, 256, 1000, 1025)] == [64, 96, 256, 256, 1024, 1280]
+    tuning = CATALOG.bench_tunings.records["trtllm-bench"]
+    assert [_round_batch(x, tuning) for x in (1, 65, 255.5, 256, 1000, 1025)] == [64, 96, 256, 256, 1024, 1280]
     # tokens: at least 2048, to 256 below 4096, to 512 below 8192, else to 1024
-    assert [_round_tokens(x) for x in (10, 3000, 4097, 8192, 20001)] == [2048, 3072, 4608, 8192, 20480]
+    assert [_round_tokens(x, tuning) for x in (10, 3000, 4097, 8192, 20001)] == [2048, 3072, 4608, 8192, 20480]
 
 
 def point(point_id: str):
@@ -153,3 +154,17 @@ def test_a_tool_chosen_limit_beside_a_stated_one_fails_to_load(tmp_path):
         bad.write_text(yaml.safe_dump({"speed_points": [bad_row]}))
         with pytest.raises(CatalogError, match="batch_limits_by"):
             load_files([*shipped, bad])
+
+
+def test_trtllm_bench_limits_read_the_tools_settings_from_the_catalogue():
+    from dataclasses import replace
+
+    from inferplan.catalog.registry import Registry
+
+    tuning = CATALOG.bench_tunings.records["trtllm-bench"]
+    assert tuning.kv_free_fraction.value == 0.90 and tuning.kv_free_fraction.source in CATALOG.sources
+    more = tuning.model_copy(update={"kv_free_fraction": tuning.kv_free_fraction.model_copy(update={"value": 0.95})})
+    catalog = replace(CATALOG, bench_tunings=Registry("bench tunings", {more.id: more}))
+    p = point("s-trt-h200-llama31-8b-fp8-1k1k")
+    shipped, larger = trtllm_bench_limits(CATALOG, p), trtllm_bench_limits(catalog, p)
+    assert larger.kv_requests == pytest.approx(shipped.kv_requests * 0.95 / 0.90)

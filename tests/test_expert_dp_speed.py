@@ -13,8 +13,7 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import plan_memory
-from inferplan.performance.phases import (ACTIVATION_BYTES, allreduce_one_s, decode_step, gather_scatter_s,
-                                          local_latency_s)
+from inferplan.performance.phases import allreduce_one_s, decode_step, gather_scatter_s, local_latency_s
 from inferplan.performance.rates import rates_for
 from inferplan.performance.work import model_work
 
@@ -62,7 +61,7 @@ def test_the_gathered_tokens_cost_an_all_gather_and_a_reduce_scatter_per_moe_lay
     mp, shared, rates = _work(model, dp=2)
     _, alone, _ = _work(model)
     tokens = 16
-    gathered = tokens * 2 * shared.hidden_size * ACTIVATION_BYTES  # both ranks' hidden states
+    gathered = tokens * 2 * shared.hidden_size * 2  # both ranks' 16-bit hidden states
     # TP 2 x DP 2 sits in one NVLink domain: a ring over the two GPUs of each tensor-parallel rank
     per_layer = local_latency_s(rates, 2) + gathered / 2 / rates.link_bytes_per_s * 2
     assert allreduce_one_s(2, gathered, rates, span=4) == pytest.approx(per_layer)

@@ -169,7 +169,7 @@ def test_the_comparison_is_what_validate_latency_computes_for_the_same_run(catal
         num_prompts=requests, max_num_seqs=None, max_num_batched_tokens=None, prompts_cached_at_start=None,
         measured={m: {"value": getattr(p, m), "kind": "measured", "source": "fixture", "checked": "2026-12-05"}
                   for m in latency.METRICS})})
-    assert latency._load(shipped) == tails.point_load(p)
+    assert latency._load(shipped, catalog) == tails.point_load(p)
     monkeypatch.setattr(latency, "SIMULATED_REQUESTS", tails.SIMULATED_REQUESTS)
     expected = {c.metric: (c.approximation, c.simulation) for c in latency.check_point(shipped, catalog)}
     compared = compare_run(run, catalog).points[0].tails

@@ -350,7 +350,7 @@ def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_ref
 
 
 def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_tokens():
-    from inferplan.performance.phases import ACTIVATION_BYTES, all_to_all_s, local_latency_s
+    from inferplan.performance.phases import all_to_all_s, local_latency_s
 
     ctx = ServingContext(CATALOG, Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=8, data_parallel_size=8,
                                        enable_expert_parallel=True, quantization="fp8-block", engine="sglang",
@@ -361,7 +361,7 @@ def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_t
     # one token on each of the 8 ranks: a GPU's 32 experts are hit by all 8 ranks' tokens
     expected = work.dense_bytes_per_gpu + work.expert_bytes_per_gpu * (1 - (1 - k / e) ** 8)
     assert work.weights_read_per_gpu(1) == pytest.approx(expected)
-    leaving = 1 * k * work.hidden_size * ACTIVATION_BYTES * 7 / 8
+    leaving = 1 * k * work.hidden_size * 2 * 7 / 8  # 16-bit hidden states
     per_layer = 2 * (local_latency_s(ctx.rates, 8) + leaving / ctx.rates.link_bytes_per_s)
     assert all_to_all_s(work, ctx.rates, 1) == pytest.approx(work.moe_layers * per_layer)
 

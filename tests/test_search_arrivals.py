@@ -288,8 +288,9 @@ def test_sglang_random_runs_are_validated_with_uniform_lengths():
     from inferplan.catalog.loader import load_catalog
     from inferplan.validation.latency import _load
 
-    points = [p for p in load_catalog().latency_points if p.engine == "sglang" and p.dataset == "random"]
-    assert points and all(_load(p).lengths == "uniform" for p in points)
+    catalog = load_catalog()
+    points = [p for p in catalog.latency_points if p.engine == "sglang" and p.dataset == "random"]
+    assert points and all(_load(p, catalog).lengths == "uniform" for p in points)
 
 
 def test_simulate_takes_uniform_lengths_and_names_a_load_that_contradicts_itself(tmp_path):

@@ -57,13 +57,13 @@ def test_the_medians_are_those_of_the_checks(result):
 
 def test_a_closed_loop_point_is_modelled_as_its_clients():
     p = next(p for p in load_catalog().latency_points if p.max_concurrency == 16)
-    load = latency._load(p)
+    load = latency._load(p, load_catalog())
     assert load.arrival == "closed" and load.clients == 16
 
 
 def test_a_run_repeating_an_earlier_runs_prompts_starts_with_them_cached():
     p = next(p for p in load_catalog().latency_points if p.id == "l-sglcb-l31-70b-a100-8k1k-c64")
-    assert latency._load(p).cached_first_requests == 80  # the scenario's 80-prompt run went before it
+    assert latency._load(p, load_catalog()).cached_first_requests == 80  # the scenario's 80-prompt run went before it
 
 
 def test_a_run_whose_every_prompt_an_earlier_run_sent_hits_the_prefix_cache_throughout():
@@ -71,7 +71,7 @@ def test_a_run_whose_every_prompt_an_earlier_run_sent_hits_the_prefix_cache_thro
     first, later = points["l-llmk8s-l33-a100-tp8-qps01"], points["l-llmk8s-l33-a100-tp8-qps16"]
     assert latency._workload(first).prefix_cache_hit_rate == 0.0  # the series' first run starts cold
     w = latency._workload(later)  # the qps 1 and 4 runs sent the same 200 ShareGPT prompts before it
-    assert w.prefix_cache_hit_rate == 1 - 1 / w.input_len and latency._load(later).cached_first_requests == 0
+    assert w.prefix_cache_hit_rate == 1 - 1 / w.input_len and latency._load(later, load_catalog()).cached_first_requests == 0
 
 
 def test_the_approximations_ttft_tail_under_poisson_load_tracks_the_simulation(result):

@@ -29,6 +29,13 @@ class CalibrationFamilyRule(Frozen):
     note: str
 
 
+class EngineBackend(Frozen):
+    """One of an engine's selectable back ends (a llama.cpp build) and the software stacks it runs on."""
+
+    id: str = Field(pattern=SLUG)
+    runs_on: tuple[Software, ...] = Field(min_length=1)
+
+
 class EngineDefaults(Frozen):
     """The settings that shape an engine's memory budget, as the engine documents them."""
 
@@ -193,6 +200,22 @@ class EngineDefaults(Frozen):
     converts_to_note: str | None = None
     converts_from: tuple[str, ...] = ()
     converts_with: str | None = None  # the tools' names, for a launch command's note
+    # it runs a quantized checkpoint's matrix maths, and attention, in 16 bits whatever the format's own
+    # low-precision path (llama.cpp's dequantizing kernels, MLX's quantized_matmul): the speed model prices
+    # them at the accelerator's 16-bit rate and notes the fallback
+    matmul_in_16_bit: bool = False
+    matmul_in_16_bit_source: str | None = None
+    matmul_in_16_bit_note: str | None = None
+    # its selectable back ends (llama.cpp's builds), in order of preference: the first that runs on an
+    # accelerator's software stack is planned where none is named (empty: it runs on the stack's own)
+    backends: tuple[EngineBackend, ...] = ()
+    backends_source: str | None = None
+    backends_note: str | None = None
+    # the software stacks on which it is the engine planned when a deployment names none (each stack
+    # has exactly one such engine, among those that run on it)
+    default_on: tuple[Software, ...] = ()
+    default_on_source: str | None = None
+    default_on_note: str | None = None
     reads_page_cache_as_used: bool = False
     reads_page_cache_as_used_source: str | None = None
     reads_page_cache_as_used_note: str | None = None
@@ -221,6 +244,20 @@ class EngineDefaults(Frozen):
         if software == Software.METAL and self.metal_kv_cache_dtypes is not None:
             return self.metal_kv_cache_dtypes
         return self.kv_cache_dtypes
+
+    @property
+    def short_name(self) -> str:
+        """The name without its parenthesised tool: llama.cpp for "llama.cpp (llama-server)"."""
+        return self.name.split(" (")[0]
+
+    def default_backend(self, software: Software) -> str | None:
+        """The back end planned on ``software`` where none is named: the first of ``backends`` that runs
+        there (None: an engine without selectable back ends, or none of them runs there)."""
+        return next((b.id for b in self.backends if software in b.runs_on), None)
+
+    def backends_on(self, software: Software) -> tuple[str, ...]:
+        """The back ends that run on ``software``, in order of preference."""
+        return tuple(b.id for b in self.backends if software in b.runs_on)
 
     def max_instance_gpus(self, software: Software | None = None) -> int | None:
         """The most GPUs one instance spans on ``software`` (None: no bound of the engine's own)."""

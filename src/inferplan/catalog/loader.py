@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.economics_schema import ApiPrice, CostDefault, RackEfficiencyProfile, RentalPrice, WorkloadPreset
     from inferplan.catalog.flags_schema import EngineFlags, GpuResource
     from inferplan.catalog.kt_schema import KtCpuPath
-    from inferplan.catalog.latency_schema import LatencyPoint
+    from inferplan.catalog.latency_schema import BenchmarkDataset, BenchTuning, LatencyPoint
     from inferplan.catalog.memory_rules import MemoryRule
     from inferplan.catalog.moe_kernels import MoeKernel, MoeKernelRule
     from inferplan.catalog.weight_rules import ExpertScaleRule
@@ -86,6 +86,8 @@ SECTIONS: dict[str, str] = {
     "engine_flags": "flags_schema:EngineFlags",
     "gpu_resources": "flags_schema:GpuResource",
     "latency_points": "latency_schema:LatencyPoint",  # measurements/latency_*.yaml
+    "benchmark_datasets": "latency_schema:BenchmarkDataset",  # measurements/benchmark_clients.yaml
+    "bench_tunings": "latency_schema:BenchTuning",
     "memory_rules": "memory_rules:MemoryRule",  # engine_memory_rules.yaml
     "kt_cpu_paths": "kt_schema:KtCpuPath",  # KTransformers releases and kernel methods
     "moe_kernels": "moe_kernels:MoeKernel",  # engine_moe_kernels.yaml
@@ -131,6 +133,8 @@ class Catalog:
     engine_flags: Registry[EngineFlags]
     gpu_resources: Registry[GpuResource]
     latency_points: Registry[LatencyPoint]
+    benchmark_datasets: Registry[BenchmarkDataset]
+    bench_tunings: Registry[BenchTuning]
     memory_rules: Registry[MemoryRule]
     kt_cpu_paths: Registry[KtCpuPath]
     moe_kernels: Registry[MoeKernel]
@@ -271,6 +275,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.eagle3_drafts import check_eagle3_drafts
     from inferplan.catalog.engine_support import check_engine_support
     from inferplan.catalog.site_schema import check_sites
+    from inferplan.catalog.latency_schema import check_benchmark_clients
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -312,6 +317,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_eagle3_drafts(catalog)
     check_engine_support(catalog)
     check_sites(catalog)
+    check_benchmark_clients(catalog)
     return catalog
 
 

@@ -118,7 +118,7 @@ class SpeedPoint(Frozen):
     moe_runner_backend: str | None = None  # SGLang --moe-runner-backend as the run names it (None: the engine's default)
     max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
     # the benchmark tool chose max_num_seqs and max_num_batched_tokens by its own rule (the run states
-    # neither): validation/bench_limits.py reproduces it (for the formats it tunes, BENCH_TUNED_FORMATS)
+    # neither): validation/bench_limits.py reproduces it (for the formats it tunes, bench_tunings tuned_formats)
     batch_limits_by: Literal["trtllm-bench"] | None = None
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1)  # 1: decode-only timing after the prompts were cached
     # False: the run turned CUDA graphs off (--enforce-eager), which the planner does not model; the

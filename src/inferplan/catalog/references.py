@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from inferplan.catalog.ollama import OLLAMA
 from inferplan.catalog.engine_schema import EngineDefaults
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS
+from inferplan.catalog.schema_base import Software
 from inferplan.errors import CatalogError
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
@@ -21,7 +21,7 @@ ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "e
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
                         "metal_max_instance_gpus", "metal_kv_cache_dtypes", "compressed_attention_kv_cache_dtypes",
-                        "attention_dp_chunk")
+                        "attention_dp_chunk", "matmul_in_16_bit", "backends", "default_on")
 
 
 def check_references(catalog) -> None:
@@ -84,7 +84,7 @@ def check_references(catalog) -> None:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
         _check_ollama(catalog, model)
     check_ollama_runners(catalog)
-
+    check_default_engines(catalog)
 
     for engine in catalog.engines:
         for rule in ENGINE_SOURCED_RULES:
@@ -136,12 +136,14 @@ def check_references(catalog) -> None:
             raise CatalogError(f"engine_builds:{build.id}: unknown source {build.source!r}", field=build.id)
         if catalog.speed_points and (build.engine, build.engine_version) not in versions:
             raise CatalogError(f"engine_builds:{build.id}: no speed point names this engine and version", field=build.id)
-    for point in catalog.speed_points:
-        if point.batch_limits_by and (point.max_num_seqs or point.engine != "trtllm" or point.kv_cache_dtype == "auto"
-                                      or point.quantization not in BENCH_TUNED_FORMATS):
-            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by trtllm-bench is for a TensorRT-LLM run that "
-                               "states no max_num_seqs (the tool chose it), in a format the tool tunes "
-                               f"({', '.join(BENCH_TUNED_FORMATS)}) and with its KV cache dtype stated", field=point.id)
+    for point in (p for p in catalog.speed_points if p.batch_limits_by):
+        tool = catalog.bench_tunings.records.get(point.batch_limits_by)
+        if tool is None or point.max_num_seqs or point.engine != tool.engine or point.kv_cache_dtype == "auto" \
+                or point.quantization not in tool.tuned_formats:
+            tuned = ", ".join(tool.tuned_formats) if tool else "none: the tool has no bench_tunings record"
+            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by {point.batch_limits_by} is for a run of the "
+                               f"engine it runs that states no max_num_seqs (the tool chose it), in a format the tool "
+                               f"tunes ({tuned}) and with its KV cache dtype stated", field=point.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):
@@ -202,3 +204,17 @@ def check_ollama_runners(catalog) -> None:
         if floors != sorted(floors, reverse=True):
             raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",
                                field=runner.id)
+
+
+def check_default_engines(catalog) -> None:
+    """No software stack has two engines planned on it by default (engines.yaml ``default_on``), and each
+    such engine runs there; a stack with none is refused when a plan needs it (``memory.hardware.default_engine``)."""
+    for software in Software:
+        named = [e for e in catalog.engines if software in e.default_on]
+        if len(named) > 1:
+            raise CatalogError(f"engines: {len(named)} engines are the default on {software.value} "
+                               f"({', '.join(e.id for e in named)})", field="default_on",
+                               allowed="one engine per software stack")
+        if named and named[0].runs_on and software not in named[0].runs_on:
+            raise CatalogError(f"engines:{named[0].id}: the default on {software.value}, where it does not run "
+                               "(runs_on)", field=named[0].id, allowed=", ".join(s.value for s in named[0].runs_on))

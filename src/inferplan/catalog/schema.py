@@ -133,7 +133,3 @@ class CalibrationConstant(Frozen):
     error: str  # how well it fits, in words and numbers
 
 
-# the weight formats whose batch limits trtllm-bench tunes (its TUNED_QUANTS: NVFP4, FP8, FP8 block
-# scales, no quantization; for others it keeps the engine's defaults), with the bytes per stored
-# element it counts for each (its BYTES_PER_ELEM, keyed by the checkpoint's quant_algo)
-BENCH_TUNED_FORMATS = {"nvfp4": 0.5, "fp8": 1.0, "fp8-block": 1.0, "bf16": 2.0, "fp16": 2.0}

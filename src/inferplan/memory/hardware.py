@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA, NamedBuild, build_line, named_build
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.resolve import resolve_model
@@ -50,15 +50,13 @@ def system_scale_out(system: System, accel: Accelerator) -> ScaleOut | None:
     return system.scale_out or accel.scale_out
 
 
-# the engine a deployment that names none runs, by the accelerator's software stack: llama.cpp on
-# Apple silicon (vLLM's Metal support is a plugin that runs MLX, loading fewer formats), vLLM elsewhere
-ENGINE_BY_SOFTWARE = {"metal": "llamacpp"}
-DEFAULT_ENGINE = "vllm"
-
-
-def default_engine(accel: Accelerator) -> str:
-    """The engine ``accel``'s software stack runs when none is named (``ENGINE_BY_SOFTWARE``)."""
-    return ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+def default_engine(catalog: Catalog, accel: Accelerator) -> str:
+    """The engine ``accel``'s software stack runs when none is named (engines.yaml ``default_on``)."""
+    named = next((e.id for e in catalog.engines if accel.software in e.default_on), None)
+    if named is None:
+        raise CatalogError(f"no engine is the default on {accel.software.value}", field="engines.yaml default_on",
+                           allowed="one engine per software stack")
+    return named
 
 
 def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
@@ -69,7 +67,7 @@ def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
         d = with_named_build(d, named, catalog)
     if "engine" in d.model_fields_set or not (d.gpu or d.system):
         return d
-    engine = default_engine(resolve_hardware(catalog, d).accel)
+    engine = default_engine(catalog, resolve_hardware(catalog, d).accel)
     return d if engine == d.engine else d.model_copy(update={"engine": engine})
 
 

@@ -33,7 +33,7 @@ def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = N
     group = machine.groups[0]
     gpu = group.matched or LOCAL_ID  # a matched card plans as its catalogue id, so its measured profiles apply
     accel = catalog.accelerator(gpu)
-    engine = engine or default_engine(accel)
+    engine = engine or default_engine(catalog, accel)
     matrix = fits_matrix(models=models, gpus=[gpu], engine=engine, max_model_len=max_model_len, all_models=all_models,
                          catalog=catalog)
     fitting = sum(1 for c in matrix.cells if c.result is not None and c.result.fits)

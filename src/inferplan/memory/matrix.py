@@ -19,7 +19,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
-from inferplan.memory.hardware import DEFAULT_ENGINE, default_engine
+from inferplan.memory.hardware import default_engine
 from inferplan.memory.precision import check_kv_dtype, has_routed_experts, how_it_runs, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
@@ -259,13 +259,14 @@ def column_engine(catalog: Catalog, engine: str | None, kind: str, name: str) ->
         return engine
     accel = catalog.accelerators.records[catalog.system(name, field_name="systems").accelerator] if kind == "system" \
         else catalog.accelerator(name, field_name="gpus")
-    return default_engine(accel)
+    return default_engine(catalog, accel)
 
 
 def _counted_engines(catalog: Catalog, engine: str | None, gpus: list[str] | None,
                      systems: list[str] | None) -> list[str]:
     """The engines of the columns ``check_size`` counts (``engine`` checked where asked for); a column that does
-    not resolve adds none (the matrix refuses it), and with none resolved the default engine's builds are counted."""
+    not resolve adds none (the matrix refuses it), and with none resolved the builds of the engine a Deployment
+    takes when it names none are counted."""
     if engine is not None:
         catalog.engine(engine, field_name="engine")
         return [engine]
@@ -277,7 +278,7 @@ def _counted_engines(catalog: Catalog, engine: str | None, gpus: list[str] | Non
             found.append(column_engine(catalog, None, kind, name))
         except InferplanError:
             continue
-    return list(dict.fromkeys(found)) or [DEFAULT_ENGINE]
+    return list(dict.fromkeys(found)) or [Deployment.model_fields["engine"].default]
 
 
 def _column_builds(catalog: Catalog, spec, engines, every_format: bool = False) -> list[str]:

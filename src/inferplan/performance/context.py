@@ -20,7 +20,7 @@ from inferplan.performance.drafts import Acceptance, check_drafts_priced, resolv
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
-from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
+from inferplan.performance.rates import Rates, check_backend, rates_for
 from inferplan.performance.work import ModelWork, model_work, with_draft_model
 
 
@@ -63,8 +63,10 @@ class ServingContext:
             self.d = d = d.model_copy(update={"engine": fit.engine})
         refuse_unfit(fit, d, catalog)
         self._check_request()
-        check_backend(d.engine, w.backend, self.mp.accelerator)
-        self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
+        record = catalog.engine(d.engine)
+        check_backend(record, w.backend, self.mp.accelerator,
+                      tuple(e for e in catalog.engines if e.backends))
+        self.backend = backend = w.backend or record.default_backend(self.mp.accelerator.software)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id, fit.engine_release)
         self.work: ModelWork = with_draft_model(model_work(self.mp, catalog), catalog, d.draft_checkpoint)

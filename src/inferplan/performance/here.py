@@ -183,7 +183,7 @@ def _engines_here(catalog: Catalog, accel: Accelerator, quantizations: list[str]
     """The engines a question naming none compares on ``accel``: those that run on its software stack with a
     measured point there (``Engine.runs_measured_on``) and load every format asked for; the accelerator's
     default engine first, so that it keeps the ties."""
-    first = default_engine(accel)
+    first = default_engine(catalog, accel)
     here = sorted((e for e in catalog.engines if e.runs_measured_on(accel.software)), key=lambda e: e.id != first)
     loading = [e.id for e in here if all(e.loads(catalog.quantization(q), accel=accel) for q in quantizations)]
     if not loading:

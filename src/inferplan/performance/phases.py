@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.performance.rates import Rates
-from inferplan.performance.work import ACTIVATION_BYTES, ModelWork
+from inferplan.performance.work import ModelWork
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     if ep == 1 or not work.moe_layers:
         return 0.0
     tokens_here = tokens / work.tp  # this instance's tokens; each of its TP ranks dispatches a share
-    leaving = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
+    leaving = tokens_here * work.experts_per_token * work.hidden_size * work.activation_bytes * (ep - 1) / ep
     _, domains = _crossing(ep, rates)
     if domains == 1:
         per = local_latency_s(rates, ep) + _over(leaving, rates.link_bytes_per_s)
@@ -128,14 +128,14 @@ def gather_scatter_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     dp = work.expert_data_parallel
     if dp == 1 or work.expert_parallel > 1 or not work.moe_layers:
         return 0.0
-    gathered = tokens * dp * work.hidden_size * ACTIVATION_BYTES
+    gathered = tokens * dp * work.hidden_size * work.activation_bytes
     return work.moe_layers * allreduce_one_s(dp, gathered, rates, span=work.tp * dp)
 
 
 def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     """Two all-reduces of the hidden state per layer of this stage (plus expert all-to-alls, or the
     all-gathers and reduce-scatters of a MoE group spanning the data-parallel ranks)."""
-    one = allreduce_one_s(work.tp, tokens * work.hidden_size * ACTIVATION_BYTES, rates)
+    one = allreduce_one_s(work.tp, tokens * work.hidden_size * work.activation_bytes, rates)
     return 2 * (work.num_layers / work.pp) * one + all_to_all_s(work, rates, tokens) + gather_scatter_s(work, rates, tokens)
 
 
@@ -146,7 +146,7 @@ def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     if work.pp == 1:
         return 0.0
     # each TP rank sends its slice of the hidden state (of every residual stream, under hyper-connections)
-    message = tokens * work.hidden_size * work.residual_streams * ACTIVATION_BYTES / work.tp
+    message = tokens * work.hidden_size * work.residual_streams * work.activation_bytes / work.tp
     bandwidth = rates.link_bytes_per_s or rates.scale_out_bytes_per_s
     near = local_latency_s(rates, 2) + (_over(message, bandwidth) if bandwidth else 0.0)  # no link known: latency only
     _, domains = _crossing(work.tp * work.pp, rates)

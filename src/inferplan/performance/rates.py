@@ -74,16 +74,14 @@ class Rates:
         return self.bandwidth_bytes_per_s * self.bandwidth_efficiency
 
 
-SIXTEEN_BIT_ENGINES = ("llamacpp", "mlx")  # dequantize to 16 bits for the matrix maths
-
-
-def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm",
+def compute_dtype(accel: Accelerator, quant: Quantization, engine: EngineDefaults,
                   release: str | None = None) -> tuple[str, str | None]:
     """The dtype the matrix maths runs in, and a note when it is a fallback (``release``: the engine's, None
-    its current one; an emulated fallback is named as such)."""
-    if engine in SIXTEEN_BIT_ENGINES:
+    its current one; an emulated fallback is named as such; an engine whose maths runs in 16 bits whatever
+    the format, engines.yaml ``matmul_in_16_bit``, in 16 bits)."""
+    if engine.matmul_in_16_bit:
         dtype = _sixteen_bit(accel, "fp16")
-        note = None if quant.native_format is None else f"{engine} dequantizes {quant.id} weights: math runs in {dtype}"
+        note = None if quant.native_format is None else f"{engine.id} dequantizes {quant.id} weights: math runs in {dtype}"
         return dtype, note
     wanted = quant.activation_dtype
     if quant.native_format is None:
@@ -91,12 +89,12 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm",
     if quant.native_on(accel):
         return wanted, None
     fallback = _sixteen_bit(accel, quant.fallback_compute)
-    emulated = quant.emulation(accel, engine, release)
+    emulated = quant.emulation(accel, engine.id, release)
     if emulated is not None:
         return fallback, (f"{accel.name} {_lacks(accel, quant)}: {emulated.note}, so every forward dequantizes the "
                           f"weights into a {emulated.materialized_format} copy, written and read again, and the math "
                           f"runs in {fallback} (emulated)")
-    experts = quant.expert_emulation(accel, engine, release)
+    experts = quant.expert_emulation(accel, engine.id, release)
     them = f"; routed experts, where the model has them, emulated in {experts.materialized_format}" if experts else ""
     return fallback, (f"{accel.name} {_lacks(accel, quant)}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style "
                       f"fallback{them})")
@@ -109,11 +107,12 @@ def _lacks(accel: Accelerator, quant: Quantization) -> str:
     return f"lacks native {quant.native_format}"
 
 
-def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: str = "vllm") -> str:
+def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: EngineDefaults) -> str:
     """The dtype attention's matrix products (QK^T, PV) run in: the KV cache's, 16 bits unless the
-    cache is FP8 on an accelerator with native FP8 (FP8 attention kernels). Never the weights' 4-bit
-    or 8-bit integer format: a W4/FP4/INT8 checkpoint still attends in 16 bits."""
-    if engine not in SIXTEEN_BIT_ENGINES and kv_dtype == "fp8" and "fp8" in accel.native_formats:
+    cache is FP8 on an accelerator with native FP8 (FP8 attention kernels) and the engine's maths is not
+    16-bit throughout (``matmul_in_16_bit``). Never the weights' 4-bit or 8-bit integer format: a
+    W4/FP4/INT8 checkpoint still attends in 16 bits."""
+    if not engine.matmul_in_16_bit and kv_dtype == "fp8" and "fp8" in accel.native_formats:
         return "fp8"
     return _sixteen_bit(accel, "bf16")
 
@@ -143,9 +142,9 @@ def _covers(rule: CalibrationFamilyRule, backend: str | None, accel: Accelerator
 def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accelerator) -> str:
     """The calibration family of ``engine`` on ``accel``: the first of the engine's
     ``calibration_families`` (engines.yaml, each with the measurements that set it apart) covering
-    the hardware, else the engine by llama.cpp back end (defaulted from the accelerator's software
+    the hardware, else the engine by its back end (``backends``; defaulted from the accelerator's software
     stack when not given) or by software stack (CUDA and Metal: the engine's id; ROCm: -rocm)."""
-    default = default_backend(engine.id, accel)  # None: an engine without selectable back ends
+    default = engine.default_backend(accel.software)  # None: an engine without selectable back ends
     backend = (backend or default) if default else None
     rule = next((r for r in engine.calibration_families if _covers(r, backend, accel)), None)
     if rule is not None:
@@ -155,29 +154,22 @@ def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accel
     return engine.id if accel.software.value in ("cuda", "metal") else f"{engine.id}-{accel.software.value}"
 
 
-# llama.cpp back ends and the software stacks they run on (Vulkan: any GPU with a Vulkan driver)
-BACKEND_STACKS = {"cuda": ("cuda",), "rocm": ("rocm",), "metal": ("metal",), "vulkan": ("cuda", "rocm", "vulkan", "oneapi")}
-
-
-def check_backend(engine: str, backend: str | None, accel: Accelerator) -> None:
-    """A back end is a llama.cpp choice, and it must run on the accelerator's software stack."""
+def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerator,
+                  with_backends: tuple[EngineDefaults, ...] = ()) -> None:
+    """A back end is asked of an engine with selectable back ends (``with_backends``: the engines that have
+    them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
     if backend is None:
         return
-    if engine != "llamacpp":
-        raise InvalidScenarioError(f"only llama.cpp has selectable back ends (asked for {backend}); {engine} runs on "
-                                   f"{accel.name}'s own stack ({accel.software.value})", field="backend",
-                                   allowed="leave it out, or --engine llamacpp")
-    usable = [b for b, stacks in BACKEND_STACKS.items() if accel.software.value in stacks]
-    if backend not in usable:
-        raise InvalidScenarioError(f"llama.cpp's {backend} back end does not run on {accel.name} "
+    if not engine.backends:
+        raise InvalidScenarioError(f"only {' and '.join(e.short_name for e in with_backends) or 'no engine'} has selectable back ends (asked "
+                                   f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
                                    f"({accel.software.value})", field="backend",
-                                   allowed=" | ".join(usable) or "none: llama.cpp has no back end for this accelerator")
-
-
-def default_backend(engine: str, accel: Accelerator) -> str | None:
-    if engine != "llamacpp":
-        return None
-    return {"cuda": "cuda", "metal": "metal", "rocm": "rocm"}.get(accel.software.value, "vulkan")
+                                   allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
+    usable = engine.backends_on(accel.software)
+    if backend not in usable:
+        raise InvalidScenarioError(f"{engine.short_name}'s {backend} back end does not run on {accel.name} "
+                                   f"({accel.software.value})", field="backend",
+                                   allowed=" | ".join(usable) or f"none: {engine.id} has no back end for this accelerator")
 
 
 def link_latency(catalog: Catalog, link: str) -> tuple[float, float]:
@@ -251,9 +243,10 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     """Rates of ``engine`` (at ``release``; None: its current one) on ``accel``; ``hardware`` (a resolved
     deployment) sets the scale-up domain and the scale-out network, else the accelerator's own; ``kv_dtype``
     the dtype attention runs in (16 bits when not given)."""
-    dtype, note = compute_dtype(accel, quant, engine, release)
-    attention = attention_dtype(accel, kv_dtype, engine)
-    key = calibration_family(catalog.engine(engine), backend, accel)
+    record = catalog.engine(engine)
+    dtype, note = compute_dtype(accel, quant, record, release)
+    attention = attention_dtype(accel, kv_dtype, record)
+    key = calibration_family(record, backend, accel)
     link = accel.scale_up
     link_bw = link.bandwidth_bytes_per_s.value / 2 if link else 0.0  # datasheets quote both directions
     latency, per_step = link_latency(catalog, link.link if link else "none")

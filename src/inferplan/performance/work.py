@@ -36,9 +36,6 @@ from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
 from inferplan.units import fmt_billions
 
-ACTIVATION_BYTES = 2  # activations (hidden states, residual streams) move in 16 bits
-
-
 @dataclass(frozen=True)
 class ModelWork:
     active_params: float  # per token, lm_head included, embeddings excluded
@@ -55,6 +52,7 @@ class ModelWork:
     attn_prefill_flops_per_token_ctx: float  # the same for prefill (MLA not absorbed)
     window_flops_per_token_ctx: float  # sliding-window layers, per unit of capped context
     window_tokens: int | None
+    activation_bytes: float  # per activation value moved (hidden states, residual streams): calibration.yaml activation-bytes
     sparse_flops_per_token_ctx: float = 0.0  # DSA layers' attention (decode), over at most sparse_topk tokens
     sparse_prefill_flops_per_token_ctx: float = 0.0
     sparse_topk: int | None = None
@@ -322,10 +320,11 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
         dense_gpu = max(dense_gpu - host.dense_bytes, 0.0)
         experts_gpu = max(experts_gpu - host.gpu_expert_bytes_freed, 0.0)
+    act = catalog.constant("activation-bytes")
     dispatch = 0.0
     if moe is not None and exact:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
-        per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * ACTIVATION_BYTES
+        per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * act
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
     expert_copies = materialized_bytes_per_weight(mp, catalog, experts=True) if moe else 0.0
@@ -348,6 +347,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         attn_prefill_flops_per_token_ctx=coef.prefill_full / pp,
         window_flops_per_token_ctx=coef.window / pp,
         window_tokens=arch.sliding_window if arch else None,
+        activation_bytes=act,
         sparse_flops_per_token_ctx=coef.decode_sparse / pp,
         sparse_prefill_flops_per_token_ctx=coef.prefill_sparse / pp,
         sparse_topk=sparse_topk_tokens(arch) if arch else None,
@@ -363,7 +363,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
         hc_seams=hc_seams(arch) / pp if exact else 0.0,
-        hc_bytes_per_token=hc_bytes_per_token(arch) / pp if exact else 0.0,
+        hc_bytes_per_token=hc_bytes_per_token(arch, act) / pp if exact else 0.0,
         residual_streams=arch.residual_streams if exact else 1,
         notes=(*notes, host.note) if host is not None else tuple(notes),
         host=host,
@@ -386,11 +386,11 @@ def hc_seams(arch: Architecture) -> int:
     return 2 * arch.num_layers if arch.residual_streams > 1 else 0
 
 
-def hc_bytes_per_token(arch: Architecture) -> float:
+def hc_bytes_per_token(arch: Architecture, activation_bytes: float) -> float:
     """Activations one token's hyper-connection seams move in a forward pass: at each, post reads the
     sublayer's output and the ``n`` streams and writes the streams back, pre reads them again and
-    writes the next sublayer's input — ``(3n + 2)`` hidden-size vectors."""
-    return hc_seams(arch) * (3 * arch.residual_streams + 2) * arch.hidden_size * ACTIVATION_BYTES
+    writes the next sublayer's input — ``(3n + 2)`` hidden-size vectors of ``activation_bytes`` values."""
+    return hc_seams(arch) * (3 * arch.residual_streams + 2) * arch.hidden_size * activation_bytes
 
 
 def with_draft_model(work: ModelWork, catalog: Catalog, draft_checkpoint: str | None) -> ModelWork:

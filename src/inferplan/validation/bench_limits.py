@@ -6,7 +6,7 @@ input + output length (source ``eng-trtllm-bench-tuning``: ``bench/build/tuning.
 ``calc_engine_setting`` and ``finetune_setting``, ``bench/build/build.py``
 ``get_benchmark_engine_settings``, ``bench/benchmark/utils/general.py`` ``get_settings``; v1.0 era):
 
-- only for the formats it tunes (``schema.BENCH_TUNED_FORMATS``; others keep the engine's defaults, which the
+- only for the formats it tunes (``tuned_formats``; others keep the engine's defaults, which the
   catalogue refuses to tag): the checkpoint's size is its stored element count × bytes per element
   (NVFP4 0.5, FP8 1, 16-bit 2) — NVFP4 checkpoints store two weights per one-byte element, so the
   tool counts them about half;
@@ -22,6 +22,9 @@ input + output length (source ``eng-trtllm-bench-tuning``: ``bench/build/tuning.
 - chunked prefill is off by default, so the token budget is raised to the longest prompt plus the
   batch size where it is shorter.
 
+Its numbers (the fraction, the caps, the rounding steps) are the catalogue's ``bench_tunings`` record
+``trtllm-bench`` (``measurements/benchmark_clients.yaml``), each with its source.
+
 The engine then holds ``PP × max_batch_size`` sequences at most (``engines.yaml`` ``pp_batch_limits``),
 and fewer where its real KV cache holds fewer: the planner's own memory plan decides that.
 """
@@ -31,8 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from inferplan.catalog.latency_schema import BenchTuning, RoundingStep
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS
 from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
@@ -40,10 +43,7 @@ from inferplan.memory.params import count_params
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import fmt_gib
 
-TOOL = "trtllm-bench"
-KV_FREE_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default
-MAX_SEQUENCES = 4096  # the cap on the whole batch before it is split over pipeline stages
-MAX_TOKENS = 32768
+TOOL = "trtllm-bench"  # its settings: the catalogue's bench_tunings record of this id
 
 
 @dataclass(frozen=True)
@@ -53,26 +53,22 @@ class BenchLimits:
     kv_requests: float  # requests the tool expects its KV cache to hold at ISL + OSL
 
 
-# (below this, round up to a multiple of this) steps, and the least value: finetune_setting's
-BATCH_STEPS, LEAST_BATCH = ((256, 32), (1024, 128), (math.inf, 256)), 64
-TOKEN_STEPS, LEAST_TOKENS = ((4096, 256), (8192, 512), (math.inf, 1024)), 2048
+def _round_up(raw: float, steps: tuple[RoundingStep, ...], least: float) -> int:
+    step = next(s.multiple for s in steps if s.below is None or raw < s.below)
+    return max(int(least), step * math.ceil(raw / step))
 
 
-def _round_up(raw: float, steps: tuple[tuple[float, int], ...], least: int) -> int:
-    step = next(multiple for below, multiple in steps if raw < below)
-    return max(least, step * math.ceil(raw / step))
+def _round_batch(raw: float, tuning: BenchTuning) -> int:
+    return _round_up(raw, tuning.batch_steps, tuning.least_batch.value)
 
 
-def _round_batch(raw: float) -> int:
-    return _round_up(raw, BATCH_STEPS, LEAST_BATCH)
-
-
-def _round_tokens(raw: float) -> int:
-    return _round_up(raw, TOKEN_STEPS, LEAST_TOKENS)
+def _round_tokens(raw: float, tuning: BenchTuning) -> int:
+    return _round_up(raw, tuning.token_steps, tuning.least_tokens.value)
 
 
 def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     """max_batch_size and max_num_tokens as trtllm-bench sets them for ``point``'s run."""
+    tuning = catalog.bench_tunings.records[TOOL]
     spec = resolve_model(catalog, point.model)
     arch = spec.architecture
     if arch is None or spec.architecture_is_proxy:
@@ -83,7 +79,7 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     bits = catalog.quantization(point.quantization).bits_per_weight.value
     # sub-byte and 8-bit weights (with their block scales) sit in one-byte elements; the rest one per weight
     stored = params.linear * (bits / 8 if bits <= 8 else 1) + (params.total - params.linear)
-    checkpoint_bytes = stored * BENCH_TUNED_FORMATS[point.quantization]  # bytes per stored element
+    checkpoint_bytes = stored * tuning.tuned_formats[point.quantization].value  # bytes per stored element
     kv_bits = catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
     token_bytes = 2 * arch.num_layers * max(tp, arch.num_kv_heads) * arch.head_dim * kv_bits / 8
     device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))
@@ -92,14 +88,14 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
             f"trtllm-bench would refuse this run: it counts the checkpoint at {fmt_gib(checkpoint_bytes, '.1f')}, "
             f"more than the {tp * pp} GPUs' {fmt_gib(tp * pp * device, '.1f')}", field="batch_limits_by",
             allowed="a run whose checkpoint fits the GPUs")
-    cache_bytes = (tp * pp * device - checkpoint_bytes) * KV_FREE_FRACTION
+    cache_bytes = (tp * pp * device - checkpoint_bytes) * tuning.kv_free_fraction.value
     isl, osl = max(point.input_tokens, 1), max(point.output_tokens, 1)
     kv_requests = cache_bytes / (token_bytes * (isl + osl))
     if kv_requests < 1:
         raise InvalidScenarioError(f"trtllm-bench would refuse this run: its KV cache estimate holds {kv_requests:.2f} "
                                    "requests", field="batch_limits_by", allowed="a run whose KV cache holds a request")
-    raw_batch = min(kv_requests, MAX_SEQUENCES) / pp
-    batch = _round_batch(raw_batch)
-    tokens = max(_round_tokens(min(raw_batch * (1 + isl / osl), MAX_TOKENS)), isl + batch)
+    raw_batch = min(kv_requests, tuning.max_sequences.value) / pp
+    batch = _round_batch(raw_batch, tuning)
+    tokens = max(_round_tokens(min(raw_batch * (1 + isl / osl), tuning.max_tokens.value), tuning), isl + batch)
     return BenchLimits(batch, tokens, kv_requests)
 

@@ -13,7 +13,8 @@ alone (no measured profile, as speed validation scores it); the load is
   server, so the prefix cache serves them (``Load.cached_first_requests``); when K covers the whole
   run, every prompt hits the cache but its last token (the workload's ``prefix_cache_hit_rate``).
 
-Lengths: the stated means; their spread and shape by the benchmark's dataset (``DATASET_LENGTHS``). The
+Lengths: the stated means; their spread and shape by the benchmark client and dataset (the catalogue's
+``benchmark_datasets``, ``measurements/benchmark_clients.yaml``). The
 simulation runs the run's own number of requests, repeated with fresh seeds to
 ``SIMULATED_REQUESTS`` in all, and reports the mean of each run's percentiles; the approximation
 gives each at the level a run's percentile lands on (``Load.run_quantile_level``). Points the speed
@@ -36,16 +37,6 @@ from inferplan.search.arrivals import Load
 from inferplan.search.benchmark_tails import TAIL_METRICS, predict_tails, run_load
 from inferplan.search.service import service_curve
 
-# (prompt SCV, output SCV, shape) by (engine's benchmark client, dataset). SGLang's bench_serving
-# draws random lengths uniformly from [1, L] at its default range ratio of 0 (uniform: SCV 1/3,
-# derived); vLLM's random dataset at its default range ratio of 0 uses the length itself (SCV 0);
-# ShareGPT conversations: SCV 1 assumed, log-normal (the runs print only means).
-DATASET_LENGTHS = {
-    ("sglang", "random"): (1 / 3, 1 / 3, "uniform"),
-    ("vllm", "random"): (0.0, 0.0, "lognormal"),
-    ("sglang", "sharegpt"): (1.0, 1.0, "lognormal"),
-    ("vllm", "sharegpt"): (1.0, 1.0, "lognormal"),
-}
 SIMULATED_REQUESTS = 20_000
 METRICS = TAIL_METRICS
 
@@ -112,11 +103,12 @@ def _deployment(p: LatencyPoint, catalog: Catalog) -> Deployment:
                       max_num_batched_tokens=p.max_num_batched_tokens)
 
 
-def _load(p: LatencyPoint) -> Load:
-    in_scv, out_scv, lengths = DATASET_LENGTHS.get((p.engine, p.dataset), (1.0, 1.0, "lognormal"))
+def _load(p: LatencyPoint, catalog: Catalog) -> Load:
+    spread = next(d for d in catalog.benchmark_datasets if (d.engine, d.dataset) == (p.engine, p.dataset))
     return run_load(input_tokens=p.input_tokens, output_tokens=p.output_tokens, requests=p.num_prompts,
-                    request_rate_per_s=p.request_rate_per_s, max_concurrency=p.max_concurrency, input_tokens_scv=in_scv,
-                    output_tokens_scv=out_scv, lengths=lengths, cached_first_requests=_cached(p))
+                    request_rate_per_s=p.request_rate_per_s, max_concurrency=p.max_concurrency,
+                    input_tokens_scv=spread.prompt_scv.value, output_tokens_scv=spread.output_scv.value,
+                    lengths=spread.shape, cached_first_requests=_cached(p))
 
 
 def _cached(p: LatencyPoint) -> int:
@@ -134,7 +126,7 @@ def _workload(p: LatencyPoint) -> Workload:
 def check_point(p: LatencyPoint, catalog: Catalog) -> list[LatencyCheck]:
     """The approximation's and the simulation's percentiles beside each measured one of ``p``."""
     curve = service_curve(_deployment(p, catalog), _workload(p), catalog, use_profiles=False)
-    tails = predict_tails(curve, _load(p), requests=p.num_prompts, simulated_requests=SIMULATED_REQUESTS)
+    tails = predict_tails(curve, _load(p, catalog), requests=p.num_prompts, simulated_requests=SIMULATED_REQUESTS)
     return [LatencyCheck(id=p.id, split=p.split, load=tails.load, metric=m, measured=p.measured[m].value,
                          approximation=getattr(tails.approximation, m), simulation=getattr(tails.simulation, m))
             for m in METRICS if m in p.measured and p.measured[m].value > 0]

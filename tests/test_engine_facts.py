@@ -1,0 +1,103 @@
+"""Engine facts read from engines.yaml, not keyed on engine ids in code: which engines run their maths in
+16 bits (``matmul_in_16_bit``), which back ends an engine has and where each runs (``backends``), and which
+engine a deployment that names none is planned on (``default_on``)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.references import check_default_engines
+from inferplan.catalog.schema_base import Software
+from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.memory.hardware import default_engine
+from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype, rates_for
+
+CATALOG = load_catalog()
+H100 = CATALOG.accelerator("h100-sxm")
+M1 = CATALOG.accelerator("apple-m1-max")
+MI300X = CATALOG.accelerator("mi300x")
+FP8 = CATALOG.quantization("fp8")
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
+def test_engines_stated_16_bit_compute_fp8_weights_and_attend_in_16_bits(engine):
+    record = CATALOG.engine(engine)
+    assert record.matmul_in_16_bit and record.matmul_in_16_bit_source in CATALOG.sources
+    dtype, note = compute_dtype(H100, FP8, record)
+    assert dtype == "bf16" and "dequantizes fp8 weights" in note
+    assert attention_dtype(H100, "fp8", record) == "bf16"
+
+
+def test_an_engine_not_stated_16_bit_runs_fp8_natively():
+    vllm = CATALOG.engine("vllm")
+    assert not vllm.matmul_in_16_bit
+    assert compute_dtype(H100, FP8, vllm) == ("fp8", None)
+    assert attention_dtype(H100, "fp8", vllm) == "fp8"
+    # the same record with the fact stated computes in 16 bits: the data, not the id, decides
+    stated = vllm.model_copy(update={"matmul_in_16_bit": True})
+    assert compute_dtype(H100, FP8, stated)[0] == "bf16"
+
+
+def test_llamacpp_back_ends_follow_the_catalogue():
+    llamacpp = CATALOG.engine("llamacpp")
+    assert llamacpp.backends_source in CATALOG.sources
+    assert [llamacpp.default_backend(a.software) for a in (H100, M1, MI300X)] == ["cuda", "metal", "rocm"]
+    assert llamacpp.backends_on(H100.software) == ("cuda", "vulkan")
+    assert calibration_family(llamacpp, "vulkan", MI300X) == "llamacpp-vulkan"
+    with pytest.raises(InvalidScenarioError) as err:
+        check_backend(llamacpp, "metal", H100)
+    assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
+    check_backend(llamacpp, "vulkan", H100)
+
+
+def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
+    with_backends = tuple(e for e in CATALOG.engines if e.backends)
+    assert [e.id for e in with_backends] == ["llamacpp"]
+    assert CATALOG.engine("vllm").default_backend(H100.software) is None
+    with pytest.raises(InvalidScenarioError) as err:
+        check_backend(CATALOG.engine("vllm"), "cuda", H100, with_backends)
+    assert "--engine llamacpp" in err.value.allowed and "only llama.cpp has" in str(err.value)
+
+
+def test_the_default_engine_by_software_stack_is_data():
+    assert default_engine(CATALOG, M1) == "llamacpp"
+    assert default_engine(CATALOG, H100) == "vllm" == default_engine(CATALOG, MI300X)
+    mlx = CATALOG.engine("mlx").model_copy(update={"default_on": ("metal",)})
+    llamacpp = CATALOG.engine("llamacpp").model_copy(update={"default_on": ("vulkan",)})
+    moved = SimpleNamespace(engines=[e for e in CATALOG.engines if e.id not in ("mlx", "llamacpp")] + [mlx, llamacpp])
+    assert default_engine(moved, M1) == "mlx"
+    with pytest.raises(CatalogError, match="no engine is the default on metal"):
+        default_engine(SimpleNamespace(engines=[e for e in CATALOG.engines if e.id != "llamacpp"]), M1)
+
+
+def test_each_software_stack_has_exactly_one_default_engine_that_runs_there():
+    check_default_engines(CATALOG)
+    for software in Software:
+        assert len([e for e in CATALOG.engines if software in e.default_on]) == 1, software
+    twice = CATALOG.engine("mlx").model_copy(update={"default_on": ("metal",)})
+    with pytest.raises(CatalogError, match="2 engines are the default on metal"):
+        check_default_engines(SimpleNamespace(engines=[*CATALOG.engines, twice]))
+    nowhere = CATALOG.engine("vllm").model_copy(update={"default_on": ("cuda", "rocm", "oneapi", "synapseai",
+                                                                       "neuron", "vulkan")})
+    others = [e for e in CATALOG.engines if e.id not in ("vllm", "llamacpp")]
+    llamacpp = CATALOG.engine("llamacpp").model_copy(update={"default_on": ("metal",)})
+    with pytest.raises(CatalogError, match="does not run"):
+        check_default_engines(SimpleNamespace(engines=[*others, nowhere, llamacpp]))
+
+
+def test_activations_move_in_the_catalogued_bytes_per_value():
+    from dataclasses import replace
+
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.phases import stage_hop_s
+    from inferplan.performance.work import model_work
+
+    record = CATALOG.calibration.records["activation-bytes"]
+    assert record.value == 2 and set(record.sources) <= set(CATALOG.sources)
+    work = model_work(plan_memory(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=2, engine="vllm",
+                                             pipeline_parallel_size=2), CATALOG), CATALOG)
+    assert work.activation_bytes == 2 and work.moe_dispatch_bytes_per_token > 0
+    rates = rates_for(CATALOG, H100, CATALOG.quantization("bf16"), "vllm", None)
+    assert stage_hop_s(replace(work, activation_bytes=4), rates, 100) > stage_hop_s(work, rates, 100)
