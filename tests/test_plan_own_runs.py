@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from inferplan.shells.cli import app
@@ -71,3 +72,18 @@ def test_no_stored_runs_no_note(tmp_path):
     scenario.write_text(SCENARIO % "")
     plan = json.loads(cli("plan", scenario, "--draws", "0", "--db", tmp_path / "empty.db", "--json").stdout)
     assert plan["capacity"]["cell"]["own_runs"] == []
+
+
+@pytest.mark.parametrize("kv, said", [("auto", "speed from your stored run: measured profile user-run-1-2000-500"),
+                                      ("fp8", "user-run-1-2000-500 is not used, being of another launch: launched "
+                                              "with kv_cache_dtype")])
+def test_each_search_pick_names_your_run_of_its_deployment(tmp_path, kv, said):
+    db, csv = tmp_path / "runs.db", tmp_path / "run.csv"
+    csv.write_text(CSV + "1,2000,500,40,4,240\n4,2000,500,45,5,780\n16,2000,500,60,8,1900\n64,2000,500,120,20,3000\n")
+    assert cli("measurements", "import", csv, *H100, "--db", db).exit_code == 0
+    r = cli("search", "--model", "llama-3.1-8b", "--request-rate", "2", "--input-len", "2000", "--output-len", "500",
+            "--accelerators", "h100-sxm", "--engines", "vllm", "--quantizations", "bf16", "--kv-cache-dtypes", kv,
+            "--max-gpus", "1", "--no-speculative", "--no-disaggregated", "--top", "2", "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    picks = json.loads(r.stdout)["results"]
+    assert picks and all(any(n.startswith(said) or said in n for n in p["notes"]) for p in picks)

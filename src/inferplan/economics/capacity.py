@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memo import per_catalog
-from inferplan.catalog.points_schema import ServingProfile
 from inferplan.catalog.schema import System
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
@@ -31,7 +30,7 @@ from inferplan.memory.slots import (SLOT_LIMIT, most_slots, running_stated_note,
 from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.profiles import find_profile, profile_range
+from inferplan.performance.profiles import find_profile, own_run_words
 from inferplan.performance.serving import estimate_at, with_profile
 from inferplan.performance.track_record import with_track_record
 
@@ -211,16 +210,8 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
         meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
         stated_max_num_seqs=cell.max_num_seqs if launch else None,
-        own_runs=(*skipped, *(() if profile is None or profile.launch is None else (
-            own_run_note(profile),))),
+        own_runs=own_run_words(profile, skipped),
     )
-
-
-def own_run_note(profile: ServingProfile) -> str:
-    lo, hi = profile_range(profile)
-    levels = f"concurrency {lo}" if lo == hi else f"concurrency {lo}–{hi}"
-    return (f"speed from your stored run: measured profile {profile.id}, {levels} (beyond it the calibrated model "
-            "scaled to its nearest measured point)")
 
 
 @per_catalog(maxsize=256)  # every plan of one model, platform and workload packs the same cells

@@ -45,6 +45,22 @@ def find_profile(ctx: "ServingContext",
     return None, tuple(notes)
 
 
+def own_runs(ctx: "ServingContext", stated: "Deployment | None" = None) -> tuple[str, ...]:
+    """What the user's stored runs of ``ctx``'s deployment say of its speed: the run it comes from, or why each
+    run of that deployment is not used (``find_profile``); nothing where none is stored."""
+    return own_run_words(*find_profile(ctx, stated))
+
+
+def own_run_words(profile: ServingProfile | None, skipped: tuple[str, ...]) -> tuple[str, ...]:
+    """``find_profile``'s answer in words for the user: the notes on runs not used, and the run used, if one is."""
+    if profile is None or profile.launch is None:  # a shipped profile is no stored run
+        return skipped
+    lo, hi = profile_range(profile)
+    levels = f"concurrency {lo}" if lo == hi else f"concurrency {lo}–{hi}"
+    return (*skipped, f"speed from your stored run: measured profile {profile.id}, {levels} (beyond it the "
+                      "calibrated model scaled to its nearest measured point)")
+
+
 def workload_differs(profile: ServingProfile, w: "Workload") -> str:
     """Why ``profile`` does not answer workload ``w`` of its own deployment, in words ('' where it does): a profile
     holds at its own request lengths, with or without drafts as it ran, and with no prefix-cache hits (no
