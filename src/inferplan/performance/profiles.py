@@ -37,7 +37,8 @@ def find_profile(ctx: "ServingContext",
             if profile.launch is not None:  # a stored run of this deployment: say why it does not size it
                 notes.append(f"measured profile {profile.id} is not used: {other_workload}")
             continue
-        differs = launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated) if profile.launch else {}
+        differs = (launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated, parallel=fit.parallel)
+                   if profile.launch else {})
         if not differs:
             return profile, tuple(notes)
         notes.append(f"measured profile {profile.id} is not used, being of another launch: "
