@@ -58,3 +58,13 @@ def test_plan_names_the_layout_a_run_was_launched_with(db, tmp_path):
     cell = json.loads(r.stdout)["capacity"]["cell"]
     assert cell["source"] != "measured"
     assert any("launched with pipeline_parallel_size 1, planned with 2" in n for n in cell["own_runs"])
+
+
+def test_experts_spread_on_a_dense_model_are_refused_at_import_as_fit_refuses_them(tmp_path):
+    csv = tmp_path / "dense.csv"
+    csv.write_text(CSV)
+    r = cli("measurements", "import", csv, "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "-dp", 2,
+            "--enable-expert-parallel", "--db", tmp_path / "runs.db", "--json")
+    assert r.exit_code == 2
+    error = json.loads(r.stdout)["error"]
+    assert error["field"] == "--enable-expert-parallel" and "dense model" in error["message"]
