@@ -91,3 +91,11 @@ def test_a_quoted_word_is_a_value_and_stays_as_written():
     said = flags_in("'draft_model' is refused; draft_model and max_model_len", {"draft_model": "--draft-model",
                                                                                 "max_model_len": "--max-model-len"})
     assert said == "'draft_model' is refused; --draft-model and --max-model-len"
+
+
+@pytest.mark.parametrize("given, flag", [(("--models", "llama-3.1-8b,no-such-model"), "--models"),
+                                         (("--model", "no-such-model"), "--model"), (("no-such-model",), "--model")])
+def test_search_names_the_model_flag_as_it_was_given(given, flag):
+    """An unknown model in --models is refused naming --models, the flag the user typed, not --model."""
+    error = refusal("search", *given, "--users", "10")
+    assert error["field"] == flag and "no-such-model" in error["message"]

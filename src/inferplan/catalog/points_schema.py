@@ -187,6 +187,10 @@ class ProfileLaunch(Frozen, LaunchFields):
     defaults are the settings it left unstated (None: the deployment's release)."""
 
     tensor_parallel_size: int = Field(ge=1)
+    # with the profile's GPU count and TP size these fix its data-parallel ranks: a run laid out otherwise on the
+    # same GPUs (pipeline stages, experts spread or not) is another launch
+    pipeline_parallel_size: int = Field(1, ge=1)
+    enable_expert_parallel: bool = False
     engine_version: str | None = Field(None, max_length=100)
 
 

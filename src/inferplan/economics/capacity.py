@@ -30,7 +30,7 @@ from inferplan.memory.slots import (SLOT_LIMIT, most_slots, running_stated_note,
 from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.profiles import find_profile
+from inferplan.performance.profiles import find_profile, own_run_words
 from inferplan.performance.serving import estimate_at, with_profile
 from inferplan.performance.track_record import with_track_record
 
@@ -52,6 +52,8 @@ class CellCapacity(BaseModel):
     meets_target: bool
     source: str
     assumptions: tuple[str, ...] = ()  # of the memory and speed models behind the cell
+    # the user's stored runs of this cell's deployment: the one its speed comes from, or why one is not used
+    own_runs: tuple[str, ...] = ()
     # the running cap per rank the cell's launch states where the plan states one (memory/slots.py
     # with_draft_running_stated: SGLang with a draft); None: the engine's own
     stated_max_num_seqs: int | None = None
@@ -208,6 +210,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
         meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
         stated_max_num_seqs=cell.max_num_seqs if launch else None,
+        own_runs=own_run_words(profile, skipped),
     )
 
 

@@ -7,7 +7,8 @@ tier or offload flag of another engine, a KV cache dtype it cannot run, an engin
 for), a KTransformers release or ``--kt-method`` with no CPU path, a
 speculative method the model or engine cannot draft with, and an EAGLE-3 run whose draft is neither named nor
 catalogued, or cannot run on its engine or pipeline (``check_stated``), a deployment ``fit`` refuses (tensor
-parallel over more GPUs than stated, a weight format the engine does not load), and a context shorter than a
+parallel over more GPUs than stated, a weight format the engine does not load, experts spread where there are none
+to spread), and a context shorter than a
 measured request. A deployment the planner
 reckons too tight for its KV cache is stored: the run says it served, and ``compare`` shows why no
 prediction is made."""
@@ -29,8 +30,10 @@ from inferplan.units import GB
 
 
 # the fields of a deployment ``fit`` refuses that no engine launches (tensor parallel over more GPUs than stated, a
-# weight format the engine does not load), unlike one the planner lacks a figure for (the host's memory)
-UNLAUNCHABLE = frozenset({"gpus", "quantization"})
+# weight format the engine does not load, experts spread on a dense model or by an engine that spreads none: a run so
+# stated would match no deployment fit, perf or plan lays out), unlike one the planner lacks a figure for (the
+# host's memory)
+UNLAUNCHABLE = frozenset({"gpus", "quantization", "enable_expert_parallel"})
 
 
 def check_holds_weights(catalog: Catalog, run: UserRun) -> None:

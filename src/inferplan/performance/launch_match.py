@@ -17,6 +17,7 @@ from inferplan.performance.run_record import LAUNCH_OFFLOAD, RUN_SETTINGS, UserR
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
+    from inferplan.memory.layout import ParallelPlan
 
 
 # how the memory plan states each of RUN_SETTINGS as the engine runs it (stated, else its default): perf matches a run
@@ -109,21 +110,27 @@ def launched_offload(x: "UserRun | ProfileLaunch | Deployment") -> tuple:
 NO_OFFLOAD = (None,) * len(LAUNCH_OFFLOAD)  # launched_offload of a run or deployment that states none
 
 
-def layout_differs(x: "UserRun | ProfileLaunch", d: Deployment, tp: int) -> dict[str, tuple]:
+def layout_differs(x: "UserRun | ProfileLaunch", d: Deployment, tp: int,
+                   parallel: "ParallelPlan | None" = None) -> dict[str, tuple]:
     """How ``x`` (a run, or a profile's launch) was laid out and launched to use host RAM where ``d``, planned at
-    tensor parallel size ``tp``, is not: its TP size, CUDA graphs (enforce_eager) and offload (``LAUNCH_OFFLOAD``),
-    each as (``x``'s, ``d``'s). Empty: the same layout and offload."""
-    pairs = {"tensor_parallel_size": (x.tensor_parallel_size, tp), "enforce_eager": (x.enforce_eager, d.enforce_eager),
+    tensor parallel size ``tp`` (and ``parallel``, the memory plan's layout, where one is planned; else ``d``'s
+    stated one), is not: its TP size, pipeline stages, experts spread or not (on the same GPUs these three fix
+    the data-parallel ranks), CUDA graphs (enforce_eager) and offload (``LAUNCH_OFFLOAD``), each as (``x``'s,
+    ``d``'s). Empty: the same layout and offload."""
+    pp = parallel.pipeline_parallel_size if parallel else d.pipeline_parallel_size
+    ep = parallel.expert_parallel if parallel else d.enable_expert_parallel
+    pairs = {"tensor_parallel_size": (x.tensor_parallel_size, tp), "pipeline_parallel_size": (x.pipeline_parallel_size, pp),
+             "enable_expert_parallel": (x.enable_expert_parallel, ep), "enforce_eager": (x.enforce_eager, d.enforce_eager),
              **{f: (getattr(x, f), getattr(d, f)) for f in LAUNCH_OFFLOAD}}
     return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
 
 
 def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunch", tp: int, *,
-                   stated: Deployment | None = None) -> dict[str, tuple]:
+                   stated: Deployment | None = None, parallel: "ParallelPlan | None" = None) -> dict[str, tuple]:
     """Every way ``x`` (a run, or a profile's launch) was launched that ``d`` is not planned with: its layout and
     offload (``layout_differs``), else its engine settings as the engine runs them (``settings_differ``). Empty: the
     same launch."""
-    return layout_differs(x, d, tp) or settings_differ(catalog, d, x, stated=stated)
+    return layout_differs(x, d, tp, parallel) or settings_differ(catalog, d, x, stated=stated)
 
 
 def differ_words(differs: dict[str, tuple]) -> list[str]:

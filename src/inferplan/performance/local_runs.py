@@ -25,17 +25,19 @@ from inferplan.performance.run_record import LAUNCH_OFFLOAD, MeasuredPoint, User
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
+    from inferplan.memory.layout import ParallelPlan
     from inferplan.performance.estimate import ServingEstimate
 
 SOURCE = "measured-local"
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int) -> list[UserRun]:
+def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int,
+                  parallel: "ParallelPlan | None" = None) -> list[UserRun]:
     """The runs of ``est``'s deployment ``d``: its model, GPUs, engine and weight format, laid out and offloaded as
-    ``d`` at tensor parallel size ``tp`` (``layout_differs``), without speculative decoding (an estimate with
+    ``d`` at tensor parallel size ``tp`` and layout ``parallel`` (``layout_differs``), without speculative decoding (an estimate with
     drafts plans on no run)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
-            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(r, d, tp)
+            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(r, d, tp, parallel)
             and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
@@ -95,7 +97,8 @@ ModelAt = Callable[[UserRun, MeasuredPoint], "ServingEstimate | None"]
 
 def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int, input_len: int,
                    output_len: int, model_at: ModelAt,
-                   differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {}) -> "ServingEstimate":
+                   differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {},
+                   parallel: "ParallelPlan | None" = None) -> "ServingEstimate":
     """``est`` (of deployment ``d``, at tensor parallel size ``tp``) from the newest matching run (``matching_runs``)
     launched with the same engine settings (``differ`` gives the ones a run ran with that ``est``'s deployment is not
     planned with, ``settings_differ``): interpolated at the asked lengths
@@ -103,7 +106,7 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Depl
     (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
     every matching run ran with other settings, the newest of them (pooled with those ``differ`` finds launched as it
     was) is used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
-    found = matching_runs(runs, est, d, tp)
+    found = matching_runs(runs, est, d, tp, parallel)
     if not found:
         return est
     same = [r for r in found if not differ(r)]
@@ -198,7 +201,8 @@ def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "S
 def run_as_launched(run: UserRun) -> ProfileLaunch:
     """How ``run`` was launched, as a profile states it (its layout, CUDA graphs, offload, engine settings — a KV
     cache dtype of auto as none stated, ``launched_settings`` — and the engine release it names)."""
-    return ProfileLaunch(tensor_parallel_size=run.tensor_parallel_size, enforce_eager=run.enforce_eager,
+    return ProfileLaunch(tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
+                         enable_expert_parallel=run.enable_expert_parallel, enforce_eager=run.enforce_eager,
                          engine_version=run.engine_version, **{f: getattr(run, f) for f in LAUNCH_OFFLOAD},
                          **launched_settings(run))
 

@@ -14,6 +14,7 @@ from inferplan.performance.local_runs import interp_log
 if TYPE_CHECKING:
     from inferplan.inputs.deployment import Deployment
     from inferplan.performance.context import ServingContext
+    from inferplan.inputs.workload import Workload
     from inferplan.performance.estimate import ServingEstimate
 
 
@@ -22,28 +23,60 @@ def find_profile(ctx: "ServingContext",
     """The first measured profile of ``ctx``'s deployment (model, accelerator, GPU count, engine, weight format) at
     its workload's lengths, launched as the deployment is planned (``launch_match.launch_differs``, its engine settings
     compared with ``stated``'s, the deployment as asked; a profile that states no launch, as shipped ones, matches
-    any), and a note for each such profile launched otherwise, which is not used."""
+    any), and a note for each profile of the user's runs (one that states its launch) of the same deployment that is
+    not used: launched otherwise, or measured at other request lengths, drafting, or prefix-cache hits."""
     fit, w = ctx.mp.result, ctx.w
     tp = fit.parallel.tensor_parallel_size
     notes: list[str] = []
     for profile in ctx.catalog.serving_profiles:
-        if (
-            profile.model == fit.model
-            and profile.accelerator == fit.accelerator
-            and profile.gpus == fit.parallel.gpus
-            and profile.engine == fit.engine
-            and profile.quantization == fit.quantization
-            and profile.input_tokens == w.input_len
-            and profile.output_tokens == w.output_len
-            and (profile.speculative is None) == (w.speculative_tokens == 0)
-            and w.prefix_cache_hit_rate == 0
-        ):
-            differs = launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated) if profile.launch else {}
-            if not differs:
-                return profile, tuple(notes)
-            notes.append(f"measured profile {profile.id} is not used, being of another launch: "
-                         f"{'; '.join(differ_words(differs))}")
+        if (profile.model, profile.accelerator, profile.gpus, profile.engine, profile.quantization) != (
+                fit.model, fit.accelerator, fit.parallel.gpus, fit.engine, fit.quantization):
+            continue
+        other_workload = workload_differs(profile, w)
+        if other_workload:
+            if profile.launch is not None:  # a stored run of this deployment: say why it does not size it
+                notes.append(f"measured profile {profile.id} is not used: {other_workload}")
+            continue
+        differs = (launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated, parallel=fit.parallel)
+                   if profile.launch else {})
+        if not differs:
+            return profile, tuple(notes)
+        notes.append(f"measured profile {profile.id} is not used, being of another launch: "
+                     f"{'; '.join(differ_words(differs))}")
     return None, tuple(notes)
+
+
+def own_runs(ctx: "ServingContext", stated: "Deployment | None" = None) -> tuple[str, ...]:
+    """What the user's stored runs of ``ctx``'s deployment say of its speed: the run it comes from, or why each
+    run of that deployment is not used (``find_profile``); nothing where none is stored."""
+    return own_run_words(*find_profile(ctx, stated))
+
+
+def own_run_words(profile: ServingProfile | None, skipped: tuple[str, ...]) -> tuple[str, ...]:
+    """``find_profile``'s answer in words for the user: the notes on runs not used, and the run used, if one is."""
+    if profile is None or profile.launch is None:  # a shipped profile is no stored run
+        return skipped
+    lo, hi = profile_range(profile)
+    levels = f"concurrency {lo}" if lo == hi else f"concurrency {lo}–{hi}"
+    return (*skipped, f"speed from your stored run: measured profile {profile.id}, {levels} (beyond it the "
+                      "calibrated model scaled to its nearest measured point)")
+
+
+def workload_differs(profile: ServingProfile, w: "Workload") -> str:
+    """Why ``profile`` does not answer workload ``w`` of its own deployment, in words ('' where it does): a profile
+    holds at its own request lengths, with or without drafts as it ran, and with no prefix-cache hits (no
+    measured sweep records its hits)."""
+    why = []
+    if (profile.input_tokens, profile.output_tokens) != (w.input_len, w.output_len):
+        why.append(f"measured at {profile.input_tokens:,}/{profile.output_tokens:,} tokens a request, planned at "
+                   f"{w.input_len:,}/{w.output_len:,} (a run is planned on only at its own lengths)")
+    if (profile.speculative is None) != (w.speculative_tokens == 0):
+        why.append(f"planned with {w.speculative_tokens} draft tokens a step, measured without"
+                   if profile.speculative is None else f"measured with {profile.speculative} drafts, planned without")
+    if w.prefix_cache_hit_rate:
+        why.append(f"planned with {w.prefix_cache_hit_rate:.0%} of prompt tokens from the prefix cache, which no "
+                   "run records (a prefix-cache hit rate of 0 plans on the run)")
+    return "; ".join(why)
 
 
 def anchor(profile: ServingProfile, est: "ServingEstimate", edge: "ServingEstimate") -> "ServingEstimate":

@@ -53,7 +53,12 @@ def _beyond_capacity(r: PlanResult) -> str:
 
 def headline_notes(r: PlanResult) -> list[str]:
     """What the headline figures must be read with: a platform the catalogue lists as roadmap or ramp
-    (not shipping) is priced and sped from planning figures, which of them assumed."""
+    (not shipping) is priced and sped from planning figures, which of them assumed; and the stored runs of the
+    cell's deployment, the one its speed comes from or why one is not used."""
+    return [*_platform_note(r), *r.capacity.cell.own_runs]
+
+
+def _platform_note(r: PlanResult) -> list[str]:
     if r.platform_status not in NOT_SHIPPING:
         return []
     *rest, last = r.platform_assumed or ("",)

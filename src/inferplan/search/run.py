@@ -22,6 +22,8 @@ from inferplan.economics.plan_inputs import api_comparison_notes
 from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
+from inferplan.performance.context import ServingContext
+from inferplan.performance.profiles import own_runs
 from inferplan.search import evaluate
 from inferplan.search.arrivals import check_burst_spells
 from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE, Budget, Progress
@@ -310,9 +312,18 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         simulate=simulate_query(d, cell, rl, instances=replicas,
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         equivalent_quantizations=tuple(pick.alike),
-        notes=tuple(dict.fromkeys([*notes, *launch.notes,
+        notes=tuple(dict.fromkeys([*notes, *_own_runs(catalog, cell, rl), *launch.notes,
                                    pick.unsimulated or _check_note(pick.check, rl.load.arrival == "closed", values),
                                    *([equivalence_note(tuple(pick.alike))] if pick.alike else [])])))
+
+
+def _own_runs(catalog: Catalog, cell: Cell, rl: ResolvedLoad) -> tuple[str, ...]:
+    """The user's stored runs of the cell's instance, as ranked: the one its speed comes from, or why each is not
+    used (``profiles.own_runs``); nothing without stored runs (the shipped profiles state no launch)."""
+    if all(p.launch is None for p in catalog.serving_profiles):
+        return ()
+    d = evaluate.cell_deployment(cell, rl)
+    return own_runs(ServingContext(catalog, d, evaluate.workload(cell, rl)), d)
 
 
 def _check_note(check: SimulatedCheck | None, closed: bool, approximated: dict[str, float]) -> str:

@@ -92,6 +92,7 @@ def search_cmd(
     if rent and buy:
         fail("--rent and --buy: give one, or neither to price both", field="--rent/--buy", allowed="--rent | --buy | neither")
     names = split_list(models, "--models") if models else ([model] if model else None)
+    flags = {**SEARCH_FLAGS, "models": "--models"} if models else SEARCH_FLAGS  # the model flag as typed
     if not names:
         fail("--model: name a model to search for", field="--model",
              allowed="a model id, as the argument or --model, or several as --models")
@@ -111,13 +112,13 @@ def search_cmd(
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95_s, max_utilisation=max_utilisation)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
                                              targets={k: v for k, v in targets.items() if v is not None}),
-                       own=SEARCH_FLAGS)
+                       own=flags, flags=flags)
     catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
     # no wall-clock limit at a terminal: the same search on a busier machine must not fail where it passed
     # on an idle one, and the person watching the progress bar stops it with Ctrl-C (the API keeps its limit)
     unlimited = Budget(deadline_s=math.inf)
     if as_json:
-        result = _checked(lambda: search(request, catalog, budget=unlimited))
+        result = _checked(lambda: search(request, catalog, budget=unlimited), flags=flags)
         emit_json({"results": [r.model_dump(mode="json") for r in result.results],
                    "infeasible": [x.model_dump(mode="json") for x in result.infeasible],
                    "candidates": result.candidates, "elapsed_s": result.elapsed_s,
@@ -127,7 +128,7 @@ def search_cmd(
                                                              "near_misses", "near_miss_margin"})})
         return
     with _LateProgress() as progress:
-        result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited))
+        result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited), flags=flags)
     from inferplan.shells.render_search import print_search
 
     said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
@@ -135,10 +136,10 @@ def search_cmd(
                  show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()})
 
 
-def _checked(build, *, own: dict[str, str] | None = None):
+def _checked(build, *, own: dict[str, str] | None = None, flags: dict[str, str] = SEARCH_FLAGS):
     """Run ``build``; a library or validation error becomes one line naming the flag (exit 2), the inputs
     its message names said as flags (``fail_naming``); ``own``: the request's own checks, whose every
-    field is a flag wherever it stands."""
+    field is a flag wherever it stands; ``flags``: each field's flag as the command was given it."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
     from inferplan.shells.pydantic_errors import allowed_by, error_message
@@ -147,11 +148,11 @@ def _checked(build, *, own: dict[str, str] | None = None):
         return build()
     except InferplanError as exc:
         field = exc.field or ""
-        fail_naming(SEARCH_FLAGS, exc, SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field)), own=own)
+        fail_naming(flags, exc, flags.get(field, flags.get(field.split(".")[0], exc.field)), own=own)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
+        flag = flags.get(loc, flags.get(loc.split(".")[0], loc))
         message = error_message(first)
         fail(f"{flag}: {message}" if loc else message, field=flag or None, allowed=allowed_by(first), detail=message)
 
