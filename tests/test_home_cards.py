@@ -1,9 +1,15 @@
-"""The home cards a first-time user names resolve to the catalogue's part: the RTX 3060 is the 12 GB card
-(192-bit GDDR6, 360 GB/s), and a mixture-of-experts model too big for it fits with experts in host RAM."""
+"""The home set-ups a first-time user names resolve to what the catalogue plans: the RTX 3060 is the 12 GB card
+(192-bit GDDR6, 360 GB/s), and a mixture-of-experts model too big for it fits with experts in host RAM; Ollama
+named as an engine is refused saying it is planned through one of its tags (catalog/ollama.py)."""
+
+import pytest
+from typer.testing import CliRunner
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
+from inferplan.shells.cli import app
 from inferplan.units import GB
 
 
@@ -19,3 +25,15 @@ def test_qwen3_30b_a3b_fits_a_3060_with_experts_in_host_ram():
     assert not fit(d).fits  # 17 GiB of Q4_K_M weights on a 12 GB card
     r = fit(d.model_copy(update={"n_cpu_moe": 30}))
     assert r.fits and r.host_memory_bytes_used < r.host_memory_budget_bytes
+
+
+def test_ollama_named_as_an_engine_says_how_it_is_planned():
+    # Ollama runs llama.cpp with a tag's build: the refusal says to name a tag as the model, not "no engine 'ollama'"
+    with pytest.raises(CatalogError) as refused:
+        load_catalog().engine("Ollama")
+    assert refused.value.field == "engine" and "no engine named" not in str(refused.value)
+    assert "it runs llama.cpp" in str(refused.value) and "llama3.1:8b" in str(refused.value)
+    done = CliRunner().invoke(app, ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "ollama"])
+    assert done.exit_code == 2 and "--engine: Ollama is not an engine here" in done.stderr
+    unknown = CliRunner().invoke(app, ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "olama"])
+    assert "no engine named 'olama'" in unknown.stderr
