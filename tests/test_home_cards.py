@@ -37,3 +37,12 @@ def test_ollama_named_as_an_engine_says_how_it_is_planned():
     assert done.exit_code == 2 and "--engine: Ollama is not an engine here" in done.stderr
     unknown = CliRunner().invoke(app, ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "olama"])
     assert "no engine named 'olama'" in unknown.stderr
+
+
+def test_llamacpp_fit_offers_more_slots_only_where_more_fit():
+    # a 70B at Q4_K_M on a 64 GB M4 Max at 16k: one slot fits, so no "1 fit: --max-num-seqs 1"; at 8k two do
+    args = ["fit", "--model", "llama-3.3-70b", "--gpu", "M4 Max 64GB", "-q", "q4_k_m", "--max-model-len"]
+    one = " ".join(CliRunner().invoke(app, [*args, "16k"], env={"COLUMNS": "200"}).stdout.split())
+    assert "the --parallel slots it is started with" in one and "fit: --max-num-seqs" not in one, one
+    two = " ".join(CliRunner().invoke(app, [*args, "4k"], env={"COLUMNS": "200"}).stdout.split())
+    assert "the --parallel slots it is started with; " in two and " fit: --max-num-seqs " in two, two
