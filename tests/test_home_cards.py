@@ -46,3 +46,15 @@ def test_llamacpp_fit_offers_more_slots_only_where_more_fit():
     assert "the --parallel slots it is started with" in one and "fit: --max-num-seqs" not in one, one
     two = " ".join(CliRunner().invoke(app, [*args, "4k"], env={"COLUMNS": "200"}).stdout.split())
     assert "the --parallel slots it is started with; " in two and " fit: --max-num-seqs " in two, two
+
+
+def test_a_mac_named_without_its_memory_says_which_size_is_planned():
+    # "M4 Max" is sold with 36 to 128 GB: the plan says it took the largest, and how to name another
+    unsized = fit(Deployment(model="llama-3.3-70b", gpu="M4 Max", quantization="gguf-q4_k_m", max_model_len=8192))
+    assert "Apple M4 Max: planned at its largest configuration, 128 GB" in unsized.layout_note
+    assert "apple-m4-max-36gb" in unsized.layout_note
+    sized = fit(Deployment(model="llama-3.3-70b", gpu="M4 Max 64GB", quantization="gguf-q4_k_m", max_model_len=8192))
+    assert sized.layout_note is None
+    shown = CliRunner().invoke(app, ["perf", "--model", "llama-3.3-70b", "--gpu", "M4 Max", "-q", "q4_k_m",
+                                     "--max-model-len", "8192"], env={"COLUMNS": "200"}).stdout
+    assert "planned at its largest configuration, 128 GB" in shown
