@@ -2,6 +2,8 @@
 cap's flag as the launch writes it, what runs at once, and the context each running sequence may reach
 (memory/running_cap.py, memory/fit_held.py)."""
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -102,3 +104,14 @@ def test_the_largest_context_is_at_most_max_model_len():
     assert r.largest_context_tokens == 256 and "at most the 256-token max_model_len" in r.concurrency_note
     out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "1"], env={"COLUMNS": "200"}).stdout.split())
     assert "largest context at 1 concurrent sequences: 256 tokens, the max_model_len" in out
+
+
+def test_fit_on_llamacpp_simulates_the_slots_it_is_started_with():
+    # llama-server started with its one --parallel slot queues the other 3 of 4; simulate, which would start the
+    # most slots that fit, is told the one slot fit planned
+    out = runner.invoke(app, ["fit", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--engine", "llamacpp", "-q", "q4_k_m",
+                              "--max-model-len", "8192", "--concurrency", "4"], env={"COLUMNS": "80"}).stdout
+    (line,) = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan simulate")]
+    assert "--max-num-seqs 1 " in line and line.endswith("--clients 4"), line
+    ran = runner.invoke(app, [*line.split()[1:], "--requests", "200", "--json"])
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["slots"] == 1

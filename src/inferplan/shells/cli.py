@@ -137,7 +137,11 @@ def fit_cmd(
         emit_json(result)
     else:
         stated = bool(speculative_tokens or speculative_method or draft_model)
-        simulate = render.simulate_command(d, None, d.concurrency, {"concurrency": None, "max_model_len": result.max_model_len}) \
+        # the deployment fit planned: its context, and llama.cpp's slots as started (simulate would start the most that fit)
+        same = {"concurrency": None, "max_model_len": result.max_model_len,
+                **({"max_num_seqs": result.started_slots} if result.started_slots is not None
+                   and result.unified_cache_cells is None else {})}
+        simulate = render.simulate_command(d, None, d.concurrency, same) \
             if result.fits and result.queued_sequences and _simulate_takes(d, stated) else None  # a plan that starts
         render.print_fit(console, result, d, explain, simulate)
     if not result.fits:  # the answer is printed; the status says it for a script (2 stays a refused input)
