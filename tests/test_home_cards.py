@@ -58,3 +58,15 @@ def test_a_mac_named_without_its_memory_says_which_size_is_planned():
     shown = CliRunner().invoke(app, ["perf", "--model", "llama-3.3-70b", "--gpu", "M4 Max", "-q", "q4_k_m",
                                      "--max-model-len", "8192"], env={"COLUMNS": "200"}).stdout
     assert "planned at its largest configuration, 128 GB" in shown
+
+
+def test_llamacpp_fit_shows_the_kv_cache_it_allocates_beside_the_room():
+    # llama-server allocates the cache of --ctx-size, not all the memory the weights leave: two 3090s holding a 70B
+    # at Q4_K_M allocate 1.25 GiB per GPU for 8,000 tokens, and 3.13 GiB is free for it
+    r = fit(Deployment(model="llama-3.3-70b", gpu="rtx-3090", gpus=2, engine="llamacpp", quantization="gguf-q4_k_m",
+                       max_model_len=8000))
+    assert r.kv_cache_allocated_bytes_per_gpu < r.kv_cache_bytes_per_gpu
+    out = " ".join(CliRunner().invoke(app, ["fit", "--model", "llama-3.3-70b", "--gpu", "rtx-3090", "--gpus", "2",
+                                            "--engine", "llamacpp", "-q", "q4_k_m", "--max-model-len", "8000"],
+                                      env={"COLUMNS": "200"}).stdout.split())
+    assert "KV cache 1.25 GiB of 3.13 GiB free" in out, out

@@ -135,7 +135,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False, simulate: str 
     parts += [Text(f"activations {gib(r.activation_bytes_per_gpu)}"), Text(f"runtime {gib(r.overhead_bytes_per_gpu)}")]
     if r.cuda_graph_bytes_per_gpu:
         parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
-    parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
+    allocated = r.kv_cache_allocated_bytes_per_gpu  # an engine that allocates the cache of its context, not the room
+    parts.append(Text(f"KV cache {gib(allocated)} of {gib(r.kv_cache_bytes_per_gpu)} free" if r.fits and allocated
+                      and allocated < r.kv_cache_bytes_per_gpu else f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
     print_parts(console, parts, indent=4)
     per_token = f"{r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token"
     if r.kv_cache_copies > 1 and r.kv_cache_bytes_per_token_one_copy is not None:  # a layer held whole on several TP ranks
