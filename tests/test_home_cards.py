@@ -70,3 +70,12 @@ def test_llamacpp_fit_shows_the_kv_cache_it_allocates_beside_the_room():
                                             "--engine", "llamacpp", "-q", "q4_k_m", "--max-model-len", "8000"],
                                       env={"COLUMNS": "200"}).stdout.split())
     assert "KV cache 1.25 GiB of 3.13 GiB free" in out, out
+
+
+def test_gpus_lists_the_sizes_a_mac_is_sold_in_and_how_to_name_one():
+    out = CliRunner().invoke(app, ["gpus"], env={"COLUMNS": "200"}).stdout
+    (m4_max,) = [line for line in out.splitlines() if "apple-m4-max " in line]
+    assert "36–128 GB" in m4_max
+    note = " ".join(out.split()).split("memory as a range: ")[1]
+    named = note.split("name one as '")[1].split("'")[0]  # the example name it gives plans that size
+    assert fit(Deployment(model="qwen3-8b", gpu=named, max_model_len=4096)).accelerator.endswith("gb")
