@@ -2,6 +2,8 @@
 cap's flag as the launch writes it, what runs at once, and the context each running sequence may reach
 (memory/running_cap.py, memory/fit_held.py)."""
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -20,10 +22,32 @@ def test_the_over_cap_note_points_at_a_command_that_runs_at_that_concurrency():
     # perf refuses a concurrency above what the KV cache holds at its workload (37 here); a closed loop of
     # 2,000 clients in simulate runs
     note = fit(Deployment(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, concurrency=2000)).concurrency_note
-    assert "inferplan simulate --clients 2000" in note and "perf --concurrency" not in note
+    assert "a closed loop of 2,000 clients prices (simulate)" in note and "perf --concurrency" not in note
     assert runner.invoke(app, ["perf", *RTX_4090_8K, "--concurrency", "2000"]).exit_code == 2
     ran = runner.invoke(app, ["simulate", *RTX_4090_8K, "--clients", "2000", "--requests", "2000"])
     assert ran.exit_code == 0, ran.stdout
+
+
+def test_fit_prints_the_whole_simulate_command_of_its_deployment():
+    # the same deployment (model, GPU, precision, the context fit planned), not a bare --clients, and it runs
+    out = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "-q", "fp8", "--max-model-len",
+                              "32k", "--concurrency", "2000"], prog_name="inferplan", env={"COLUMNS": "80"}).stdout
+    (line,) = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan simulate")]
+    assert line == ("inferplan simulate --model llama-3.1-8b --gpu rtx-4090 --max-model-len 32000 "
+                    "--quantization fp8 --clients 2000"), out
+    ran = runner.invoke(app, [*line.split()[1:], "--requests", "500"])
+    assert ran.exit_code == 0, ran.stdout
+
+
+def test_fit_prints_no_simulate_command_where_simulate_lacks_a_stated_setting():
+    # simulate takes no host-RAM offload: the note names simulate, and no command that would drop --n-cpu-moe
+    out = runner.invoke(app, ["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-4070", "--engine", "llamacpp", "-q",
+                              "q4_k_m", "--n-cpu-moe", "28", "--max-model-len", "8192", "--concurrency", "4"],
+                        env={"COLUMNS": "200"}).stdout
+    assert "a closed loop of 4 clients prices (simulate)" in out and "inferplan simulate" not in out, out
+    unfit = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "-q", "fp8", "--concurrency",
+                                "2000"], env={"COLUMNS": "200"})  # 131,072 tokens do not fit: nothing to simulate
+    assert unfit.exit_code == 1 and "wait in the queue" in unfit.stdout and "inferplan simulate" not in unfit.stdout
 
 
 def test_the_cap_under_sglang_dp_attention_is_said_as_the_launch_writes_it():
@@ -80,3 +104,14 @@ def test_the_largest_context_is_at_most_max_model_len():
     assert r.largest_context_tokens == 256 and "at most the 256-token max_model_len" in r.concurrency_note
     out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "1"], env={"COLUMNS": "200"}).stdout.split())
     assert "largest context at 1 concurrent sequences: 256 tokens, the max_model_len" in out
+
+
+def test_fit_on_llamacpp_simulates_the_slots_it_is_started_with():
+    # llama-server started with its one --parallel slot queues the other 3 of 4; simulate, which would start the
+    # most slots that fit, is told the one slot fit planned
+    out = runner.invoke(app, ["fit", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--engine", "llamacpp", "-q", "q4_k_m",
+                              "--max-model-len", "8192", "--concurrency", "4"], env={"COLUMNS": "80"}).stdout
+    (line,) = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan simulate")]
+    assert "--max-num-seqs 1 " in line and line.endswith("--clients 4"), line
+    ran = runner.invoke(app, [*line.split()[1:], "--requests", "200", "--json"])
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["slots"] == 1

@@ -87,3 +87,16 @@ def test_the_api_plan_carries_the_launch_the_cli_json_does(tmp_path):
     cli = json.loads(CliRunner().invoke(app, ["plan", str(EXAMPLE), "--json", "--draws", "0"]).stdout)
     assert body["deploy"] == cli["deploy"] and body["deploy_notes"] == cli["deploy_notes"]
     assert body["deploy"].splitlines()[-1].startswith("vllm serve")
+
+
+def test_a_llamacpp_cell_launches_the_slots_the_plan_counts(catalog):
+    # the plan counts a llama.cpp cell at the most --parallel slots that fit (capacity.cell_capacity); its launch
+    # starts those slots, each of the request's length, not llama-server's one slot of it
+    s = Scenario.model_validate({"name": "home", "model": "qwen3-30b-a3b", "quantization": "q4_k_m", "engine": "llamacpp",
+                                 "platform": {"system": "rtx-3090-workstation"}, "workload": {"preset": "chat-seat"},
+                                 "target_users": 3})
+    r = plan(s, catalog)
+    argv = shlex.split(" ".join(line.rstrip("\\") for line in plan_launch(catalog, s, r).text.splitlines()))
+    slots = r.capacity.cell.engine_slots
+    assert slots > 1 and _flag(argv, "--parallel") == slots
+    assert _flag(argv, "--ctx-size") >= slots * (r.workload.input_tokens_per_request + r.workload.output_tokens_per_request)

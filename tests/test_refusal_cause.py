@@ -46,3 +46,13 @@ def test_weights_that_do_not_fit_still_blame_the_gpu_count(catalog):
     with pytest.raises(InvalidScenarioError) as err:
         launch_plan(Deployment(model="llama-3.1-70b", gpu="rtx-4090"), catalog)
     assert err.value.field == "gpus" and _shortfall_gib(str(err.value)) > 0
+
+
+def test_a_refusal_names_the_weights_it_planned_and_whether_they_were_the_default():
+    # MLX on an M4 Max plans Llama 3.3 70B in bf16 where no -q is given: the refusal says so, so the user
+    # sees that a 4-bit build is the way in; a stated precision is named without "the default"
+    default = CliRunner().invoke(app, ["perf", "--model", "llama-3.3-70b", "--gpu", "M4 Max 128GB", "--engine", "mlx"])
+    assert default.exit_code == 2 and "llama-3.3-70b (bf16, the default) does not fit on 1×" in default.stderr
+    stated = CliRunner().invoke(app, ["deploy", "--model", "llama-3.3-70b", "--gpu", "rtx-4090", "-q", "awq"])
+    assert stated.exit_code == 2 and "llama-3.3-70b (int4-awq) does not fit on 1× rtx-4090" in stated.stderr
+    assert "(`inferplan fit` of the same deployment, or /api/fit, lists them)" in " ".join(stated.stderr.split())

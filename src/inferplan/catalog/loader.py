@@ -189,7 +189,16 @@ class Catalog:
         return self.kv_cache_dtypes.get(name, field_name=field_name, error=CatalogError)
 
     def engine(self, name: str, field_name: str = "engine") -> EngineDefaults:
-        return self.engines.get(name, field_name=field_name, error=CatalogError)
+        """The engine ``name`` names; a front end that runs one of them (Ollama) is refused naming how it is planned."""
+        try:
+            return self.engines.get(name, field_name=field_name, error=CatalogError)
+        except CatalogError:
+            from inferplan.catalog.ollama import front_end_refusal
+
+            refusal = front_end_refusal(self, name, field_name)
+            if refusal is None:
+                raise
+            raise refusal from None
 
     def engine_build(self, engine: str, engine_version: str) -> EngineBuild | None:
         """When the named engine build was made (None: not dated)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.registry import normalise_name
-from inferplan.errors import UnknownModelError
+from inferplan.errors import CatalogError, UnknownModelError
 
 OLLAMA = "ollama"  # the ollama_runners record (ollama.yaml) that runs every card's ollama_tags
 
@@ -51,6 +51,23 @@ def named_build(catalog, name: str) -> NamedBuild | None:
                 return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine,
                                   tag.vision_projector_source is not None, projector.value if projector else 0.0)
     return None
+
+
+TAGS_NAMED = 3  # tags a refused front-end name offers as examples
+
+
+def front_end_refusal(catalog, name: str, field_name: str) -> CatalogError | None:
+    """The error for ``name`` given as an engine where it names a runner of ``ollama.yaml`` (Ollama), which is
+    planned as the engine it runs with the build of one of its tags named as the model (None: not a runner)."""
+    runners = catalog.ollama_runners.exact(name) if name.strip() else []
+    if not runners:
+        return None
+    runner, engine = runners[0], catalog.engines.records[runners[0].engine]
+    tags = [t.tag for card in catalog.models for t in card.ollama_tags if "-" not in t.tag.partition(":")[2]]
+    return CatalogError(
+        f"{runner.name} is not an engine here: it runs {engine.name}, so name one of its tags as the model "
+        f"({', '.join(tags[:TAGS_NAMED])} ...) and leave the engine out, or plan {engine.id} itself",
+        field=field_name, allowed=", ".join(catalog.engines.records))
 
 
 def library(tag: str) -> str:

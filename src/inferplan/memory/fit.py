@@ -30,7 +30,7 @@ from inferplan.memory.running_cap import (concurrency_answer, launched_cap, max_
                                           running_sequences)
 from inferplan.memory.state_pool import engine_state_architecture, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
-from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
+from inferplan.memory.hardware import Hardware, build_note, configuration_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale, pool_running_note, pool_running_requests
 from inferplan.memory.layout import ParallelPlan, as_launched, host_gpus, layout_stated, parallel_plan
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
@@ -140,8 +140,10 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
-    mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
-    note = "; ".join(n for n in (note, d.gpus_chosen_by) if n) or None  # and the runner's own choice of GPUs
+    hw = resolve_hardware(catalog, d)
+    mp, note = _laid_out(catalog, d, spec, hw)
+    # and the runner's own choice of GPUs, and the memory of a part named without its size
+    note = "; ".join(n for n in (note, d.gpus_chosen_by, configuration_note(hw)) if n) or None
     result = with_placement(mp.result, d, mp.offload, catalog)
     return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 

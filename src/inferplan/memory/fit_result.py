@@ -93,7 +93,8 @@ class MemoryFit(BaseModel):
     # the fewest GPUs that hold it, at any count the engine launches (a layer split starts on 3 GPUs)
     fewest_gpus_fit: ParallelPlan | None = None
     assumptions: tuple[str, ...]
-    # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
+    # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py), and the
+    # memory configuration planned for a part sold in several named without its size (memory/hardware.py)
     layout_note: str | None = None
     # an instance wider than one host holds: the hosts it spans, as deploy writes them (memory/host_span.py)
     hosts_note: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_config import configuration_names
 from inferplan.catalog.ollama import OLLAMA, NamedBuild, build_line, named_build
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import CatalogError, InvalidScenarioError
@@ -35,6 +36,16 @@ class Hardware:
 
 PCIE_FORM_FACTORS = ("pcie", "workstation", "consumer")
 PCIE_SERVER_GPUS = 8  # assumed: the usual largest PCIe GPU server (8 double-width cards)
+
+
+def configuration_note(hw: Hardware) -> str | None:
+    """Which memory configuration a part sold in several is planned at where the name stated no size: the
+    catalogue record's, its largest (None: a sized name, a system's part, or a part sold in one size)."""
+    accel = hw.accel
+    if hw.system is not None or not accel.memory_configurable:
+        return None
+    return (f"{accel.name}: planned at its largest configuration, {accel.memory_bytes.value / 1e9:g} GB "
+            f"(name another size: {configuration_names(accel)})")
 
 
 def system_domain_gpus(system: System, accel: Accelerator) -> int:

@@ -21,7 +21,8 @@ from inferplan.memory.layout import describe_split
 from inferplan.memory.suggest import longest_context
 from inferplan.units import GiB
 
-OTHER_CHANGES = "a shorter context, smaller weights, a larger memory fraction or weights in host RAM, where the memory fit finds one that holds it"
+OTHER_CHANGES = ("a shorter context, smaller weights, a larger memory fraction or weights in host RAM, where the memory fit "
+                 "finds one that holds it (`inferplan fit` of the same deployment, or /api/fit, lists them)")
 
 
 def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
@@ -43,7 +44,8 @@ def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
                     "(fewer weights, or a smaller host KV tier: hicache_ratio, hicache_size, kv_offloading_size)")
     room = fit.kv_cache_bytes_per_gpu  # what the weights and the engine's other memory leave for the KV cache
     need = _kv_needed(fit)
-    where = (f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator}"
+    weights = f"{fit.quantization}{', the default' if d.quantization is None else ''}"  # what the shortfall rests on
+    where = (f"{fit.model} ({weights}) does not fit on {fit.parallel.gpus}× {fit.accelerator}"
              f"{'' if d.gpus is not None or d.system is not None or fit.parallel.gpus > 1 else ' (no GPU count given: one)'}")
     at = f"at max_model_len {fit.max_model_len:,}" + (
         f", the context Ollama gives {d.model} on these GPUs (--max-model-len states another)"

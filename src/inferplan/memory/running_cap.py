@@ -154,5 +154,5 @@ def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int 
     return ConcurrencyAnswer(largest, queued, (
         f"concurrency {concurrency:,} is above the {total:,} sequence{'s' if total != 1 else ''} "
         f"{'the state pool' if state else 'the engine'} runs at once ({how}): {share}; the other {queued:,} wait in "
-        f"the queue, holding no KV cache, a cost in latency that a closed loop of as many clients prices "
-        f"(inferplan simulate --clients {concurrency})"))
+        f"the queue, holding no KV cache, a cost in latency that a closed loop of {concurrency:,} clients prices "
+        f"(simulate)"))

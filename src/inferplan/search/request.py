@@ -21,7 +21,7 @@ FORM_FACTOR_TIERS = {
     "node": ("node", "server"),
     "rack": ("rack",),
 }
-# entries in one filter list: twice the largest kind in the catalogue (65 accelerators), so every id
+# entries in one filter list: twice the largest kind in the catalogue (66 accelerators), so every id
 # fits with room for aliases; the resolved ids are searched once each (``names.py``)
 MAX_FILTER_ITEMS = 128
 

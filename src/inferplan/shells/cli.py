@@ -136,7 +136,14 @@ def fit_cmd(
     if as_json:
         emit_json(result)
     else:
-        render.print_fit(console, result, d, explain)
+        stated = bool(speculative_tokens or speculative_method or draft_model)
+        # the deployment fit planned: its context, and llama.cpp's slots as started (simulate would start the most that fit)
+        same = {"concurrency": None, "max_model_len": result.max_model_len,
+                **({"max_num_seqs": result.started_slots} if result.started_slots is not None
+                   and result.unified_cache_cells is None else {})}
+        simulate = render.simulate_command(d, None, d.concurrency, same) \
+            if result.fits and result.queued_sequences and _simulate_takes(d, stated) else None  # a plan that starts
+        render.print_fit(console, result, d, explain, simulate)
     if not result.fits:  # the answer is printed; the status says it for a script (2 stays a refused input)
         raise typer.Exit(code=NO_FIT_EXIT)
 
@@ -222,9 +229,16 @@ def perf_cmd(
         emit_json(result)
         return
     # simulate of the same deployment and workload, where simulate takes every setting perf states
-    beyond = set(stated.model_fields_set) - set(inspect.signature(simulate_cmd).parameters)
-    alike = not (beyond or backend or speculative_method or draft_model or prefix_cache_host_share)
+    alike = _simulate_takes(stated, bool(backend or speculative_method or draft_model or prefix_cache_host_share))
     render.print_perf(console, result, explain, render.simulate_command(stated, w, result.concurrency) if alike else None)
+
+
+def _simulate_takes(stated, beyond: bool) -> bool:
+    """Whether ``inferplan simulate`` takes every deployment setting ``stated`` holds away from its default (a
+    closed loop of clients stands for its concurrency), and no other setting is stated that it lacks (``beyond``)."""
+    fields = type(stated).model_fields
+    away = {f for f in stated.model_fields_set if getattr(stated, f) != fields[f].default}
+    return not (beyond or away - {"concurrency"} - set(inspect.signature(simulate_cmd).parameters))
 
 
 @app.command("frontier")

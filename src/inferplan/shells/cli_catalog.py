@@ -31,6 +31,9 @@ def catalog_list(
         emit_json([e.model_dump(mode="json") for e in entries])
     else:
         console.print(render_catalog.catalog_table(kind, entries, console.width))
+        note = render_catalog.sizes_note(entries) if kind == "accelerators" else None
+        if note:
+            console.print(note, highlight=False)
 
 
 def models_cmd(as_json: bool = JsonOpt) -> None:

@@ -111,7 +111,9 @@ def print_parts(console: Console, parts: list[Text], indent: int) -> None:
     console.print(line, soft_wrap=True, highlight=False)
 
 
-def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
+def print_fit(console: Console, r, d=None, explain: bool = False, simulate: str | None = None) -> None:
+    """fit's answer; ``simulate``: the command that prices the wait of the sequences above the running cap
+    (None: fit states a setting simulate takes no flag for, so none is printed)."""
     verdict = "[bold green]fits[/]" if r.fits else "[bold red]does not fit[/]"
     p = r.parallel
     layout = f"TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else "") + (
@@ -133,7 +135,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     parts += [Text(f"activations {gib(r.activation_bytes_per_gpu)}"), Text(f"runtime {gib(r.overhead_bytes_per_gpu)}")]
     if r.cuda_graph_bytes_per_gpu:
         parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
-    parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
+    allocated = r.kv_cache_allocated_bytes_per_gpu  # an engine that allocates the cache of its context, not the room
+    parts.append(Text(f"KV cache {gib(allocated)} of {gib(r.kv_cache_bytes_per_gpu)} free" if r.fits and allocated
+                      and allocated < r.kv_cache_bytes_per_gpu else f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
     print_parts(console, parts, indent=4)
     per_token = f"{fmt_kib(r.kv_cache_bytes_per_token)} per token"
     if r.kv_cache_copies > 1 and r.kv_cache_bytes_per_token_one_copy is not None:  # a layer held whole on several TP ranks
@@ -147,7 +151,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                       f"{fmt_kib(r.kv_cache_bytes_per_token_beyond_window)} beyond it")
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
-        most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
+        most = (f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}"  # only where more fit than it starts
+                if r.most_slots and r.most_slots > r.started_slots else "")
         if r.unified_cache_cells is not None:  # b6925-b7432: --parallel 1 opens slots over one cache, each up to all of it
             console.print(f"  at once: {r.max_concurrency:,.0f} sequence{'s' if r.max_concurrency != 1 else ''} of "
                           f"{plural(r.max_model_len, 'token')}, or up to {r.started_slots:,} shorter ones: {r.started_slots:,} "
@@ -175,8 +180,10 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                       highlight=False)
     if r.hosts_note:  # one instance wider than a host: deploy writes a command per host
         console.print(f"  hosts: {r.hosts_note}", highlight=False)
-    if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
-        console.print(f"  {r.concurrency_note}", highlight=False)
+    if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it; the command for their wait
+        console.print(f"  {r.concurrency_note}" + (":" if simulate and r.queued_sequences else ""), highlight=False)
+        if simulate and r.queued_sequences:  # on a line of its own, whole, to copy
+            console.print(f"  {simulate}", highlight=False, soft_wrap=True)
     if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure
         console.print(f"  KV cache after a cold start: {gib(r.kv_cache_range_low_bytes_per_gpu)} to "
                       f"{gib(r.kv_cache_range_high_bytes_per_gpu)} per GPU", style="bold yellow", highlight=False)
@@ -240,10 +247,14 @@ def print_assumptions(console: Console, assumptions) -> None:
         console.print(f"[dim]  - {a}[/]", highlight=False)
 
 
-def simulate_command(d, w, clients: int) -> str:
-    """``inferplan simulate`` of perf's deployment ``d`` (its stated flags) and workload ``w`` as a closed loop of
-    ``clients``: the lengths and draft settings perf priced, which simulate would otherwise take at its defaults."""
-    words = [command_line("simulate", d, {}), f"--input-len {w.input_len} --output-len {w.output_len}"]
+def simulate_command(d, w, clients: int, changes: dict | None = None) -> str:
+    """``inferplan simulate`` of perf's or fit's deployment ``d`` (its stated flags, ``changes`` applied) and
+    workload ``w`` as a closed loop of ``clients``: the lengths and draft settings perf priced, which simulate
+    would otherwise take at its defaults (``w`` None: fit's, which states no request lengths)."""
+    words = [command_line("simulate", d, changes or {})]
+    if w is None:
+        return " ".join([*words, f"--clients {clients}"])
+    words.append(f"--input-len {w.input_len} --output-len {w.output_len}")
     if w.speculative_tokens:
         words.append(f"--speculative-tokens {w.speculative_tokens}")
     if w.acceptance_rate is not None:

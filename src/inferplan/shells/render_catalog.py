@@ -18,12 +18,31 @@ def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
     return "—" if q is None else fmt.format(q.value / scale)
 
 
+def _memory(a) -> str:
+    """An accelerator's memory; a part sold in several sizes, the sizes it is sold in ("36–128 GB", the id
+    planning the largest: ``catalog/memory_config.py``)."""
+    if not a.memory_configurations:
+        return gb(a.memory_bytes.value)
+    sizes = [c.memory_bytes.value for c in a.memory_configurations]
+    return f"{sizes[0] / GB:,.0f}–{sizes[-1] / GB:,.0f} GB"
+
+
+def sizes_note(entries: list[BaseModel]) -> str | None:
+    """How to name one size of a listed part sold in several (None: none listed)."""
+    sized = next((a for a in entries if getattr(a, "memory_configurations", ())), None)
+    if sized is None:
+        return None
+    size = sized.memory_configurations[0].memory_bytes.value / GB
+    return (f"memory as a range: sold in several sizes, the id alone planning the largest; name one as "
+            f"'{sized.aliases[0] if sized.aliases else sized.id} {size:g}GB' or {sized.id}-{size:g}gb")
+
+
 def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> RenderableType:
     title = f"{kind} ({len(entries)})"
     if kind.startswith("accel"):
         cols = [Col("id", key=True), Col("name", False), Col("memory"), Col("bandwidth"), Col("bf16 TFLOPS", False),
                 Col("native", False), Col("status", False)]
-        rows = [[a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
+        rows = [[a.id, a.name, _memory(a), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
                  _q(a.peak_flop_per_s.get("bf16"), 1e12), ",".join(a.native_formats), a.status.value] for a in entries]
     elif kind.startswith("system"):
         cols = [Col("id", key=True), Col("name", False), Col("GPUs"), Col("memory", False), Col("power", False),
