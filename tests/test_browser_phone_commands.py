@@ -1,5 +1,6 @@
-"""On a phone (375 px) a launch command keeps each flag whole: the simulator's and each ranked pick's
-scroll sideways instead of breaking "--model-path" at its hyphen."""
+"""On a phone (375 px) a launch command keeps each flag whole — the simulator's and each ranked pick's
+scroll sideways instead of breaking "--model-path" at its hyphen — and the ranked table's caption spans
+the rows above them."""
 
 import pytest
 
@@ -61,3 +62,10 @@ def test_on_a_phone_a_ranked_picks_launch_keeps_its_flags_whole(phone):
         .map((td) => Math.round(td.getBoundingClientRect().right)).filter((right) => right > 375)""")
     assert beyond == []
 
+
+
+def test_on_a_phone_the_ranked_tables_caption_spans_its_rows(phone):
+    _search_one_gpu(phone)
+    caption, table = phone.evaluate("""() => [document.querySelector('#search-table caption').getBoundingClientRect().width,
+        document.querySelector('#search-table').getBoundingClientRect().width]""")
+    assert caption >= 0.9 * table  # it was an 88 px column, a word a line, beside a 337 px table
