@@ -52,8 +52,9 @@ class CellCapacity(BaseModel):
     meets_target: bool
     source: str
     assumptions: tuple[str, ...] = ()  # of the memory and speed models behind the cell
-    # the running cap per rank the cell's launch states where the plan states one (memory/slots.py
-    # with_draft_running_stated: SGLang with a draft); None: the engine's own
+    # the running cap per rank the cell's launch states where the plan states one (memory/slots.py: llama.cpp's
+    # --parallel, the most slots that fit, with_most_slots; SGLang's with a draft, with_draft_running_stated);
+    # None: the engine's own
     stated_max_num_seqs: int | None = None
 
 
@@ -207,7 +208,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
         meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
-        stated_max_num_seqs=cell.max_num_seqs if launch else None,
+        stated_max_num_seqs=cell.max_num_seqs if launch or cell is not stated else None,
     )
 
 
