@@ -1,6 +1,6 @@
-"""On a phone (375 px) a launch command keeps each flag whole — the simulator's and each ranked pick's
-scroll sideways instead of breaking "--model-path" at its hyphen — and the ranked table's caption spans
-the rows above them."""
+"""A launch command wraps between its arguments only, never breaking "--model-path" at its hyphen — the
+simulator's on a phone (375 px), each ranked pick's on a phone and on a desktop — an argument longer than
+its box scrolling sideways; and on a phone the ranked table's caption spans the rows above them."""
 
 import pytest
 
@@ -13,12 +13,19 @@ pytestmark = pytest.mark.slow
 
 PHONE = {"width": 375, "height": 800}
 
-# The lines the element's text is drawn on (distinct tops of its text's boxes) against the lines it holds.
-DRAWN_AND_WRITTEN_LINES = """(el) => {
-  const range = document.createRange();
-  range.selectNodeContents(el);
-  const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
-  return [tops.size, el.textContent.split("\\n").length];
+# The arguments (space-separated words) of the element's text drawn over more than one line: each word's
+# characters within its text node, as a range whose boxes have more than one top.
+SPLIT_ARGUMENTS = """(el) => {
+  const split = [], walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const m of node.data.matchAll(/[^ \\n]+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) split.push(m[0]);
+    }
+  }
+  return split;
 }"""
 
 
@@ -32,13 +39,12 @@ def phone(browser, server):
     context.close()
 
 
-def test_on_a_phone_the_simulators_launch_command_scrolls_instead_of_breaking_a_flag(phone):
+def test_on_a_phone_the_simulators_launch_command_wraps_between_arguments_only(phone):
     phone.evaluate("document.querySelector('#launch').open = true")
     launch = phone.locator("#launch-command")
     assert "--model-path" in launch.text_content()  # the landing scenario's SGLang line, longer than a phone
-    drawn, written = launch.evaluate(DRAWN_AND_WRITTEN_LINES)
-    assert drawn == written  # it was drawn over 5 lines, "--model-" ending the first
-    assert launch.evaluate("(el) => el.scrollWidth > el.clientWidth")  # the rest is a sideways scroll away
+    assert launch.evaluate(SPLIT_ARGUMENTS) == []  # "--model-path" and "--port" were split at their hyphens
+    assert launch.evaluate("(el) => el.getClientRects()[0].height > 40")  # it wraps, between arguments
     assert phone.evaluate("document.documentElement.scrollWidth") == PHONE["width"]  # the page itself does not scroll
     assert launch.get_attribute("tabindex") == "0"  # a keyboard reaches it to scroll it
 
@@ -51,13 +57,24 @@ def _search_one_gpu(pg):
     pg.wait_for_function("() => document.body.dataset.searched", timeout=180000)
 
 
+def test_a_ranked_picks_launch_wraps_between_arguments_only_on_a_desktop(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    _search_one_gpu(pg)
+    commands = pg.locator("#search-table .command")
+    split = [commands.nth(i).evaluate(SPLIT_ARGUMENTS) for i in range(commands.count())]
+    context.close()
+    assert split == [[]] * 3  # a repo name or "--n-gpu-layers" was split at a hyphen
+
+
 def test_on_a_phone_a_ranked_picks_launch_keeps_its_flags_whole(phone):
     _search_one_gpu(phone)
     commands = phone.locator("#search-table .command")
     assert commands.count() == 3
     for i in range(3):
-        drawn, written = commands.nth(i).evaluate(DRAWN_AND_WRITTEN_LINES)
-        assert drawn == written, commands.nth(i).text_content()  # a one-line command was drawn over 4
+        assert commands.nth(i).evaluate(SPLIT_ARGUMENTS) == [], commands.nth(i).text_content()
     beyond = phone.evaluate("""() => [...document.querySelectorAll('#search-table td')]
         .map((td) => Math.round(td.getBoundingClientRect().right)).filter((right) => right > 375)""")
     assert beyond == []

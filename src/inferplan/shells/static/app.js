@@ -106,9 +106,20 @@ function clearAnswer() {
   for (const figure of document.querySelectorAll(PLAN_FIGURES)) clearFigure(figure);
 }
 
+// A launch command as the server words it, each space-separated word in a span (.arg) the line does not
+// break inside, so a narrow box wraps it between arguments and never at a flag's hyphen; the text is unchanged.
+function showCommand(element, text) {
+  element.replaceChildren(...text.split("\n").flatMap((line, i) => [...(i ? ["\n"] : []),
+    ...line.split(" ").flatMap((word, j) => {
+      const arg = document.createElement("span");
+      arg.className = "arg"; arg.textContent = word;
+      return j ? [" ", arg] : [arg];
+    })]));
+}
+
 // the launch command of the cell the plan sized and its notes, as `inferplan plan` prints them (--json: deploy)
 function showLaunch(view) {
-  $("launch-command").textContent = view.deploy;
+  showCommand($("launch-command"), view.deploy);
   $("launch-notes").replaceChildren(...view.deploy_notes.map((n) => {
     const li = document.createElement("li"); li.textContent = n; return li;
   }));

@@ -144,7 +144,7 @@ async function runSearch(event) {
       use.type = "button"; use.textContent = "Use this"; use.setAttribute("aria-label", `Use deployment ${row.rank}`);
       use.onclick = () => useThis(row.scenario);
       const cmd = document.createElement("div");
-      cmd.className = "command"; cmd.textContent = row.deploy;
+      cmd.className = "command"; showCommand(cmd, row.deploy);
       act.append(use, cmd);
       tr.append(act);
       return tr;
