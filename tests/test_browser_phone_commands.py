@@ -86,3 +86,22 @@ def test_on_a_phone_the_ranked_tables_caption_spans_its_rows(phone):
     caption, table = phone.evaluate("""() => [document.querySelector('#search-table caption').getBoundingClientRect().width,
         document.querySelector('#search-table').getBoundingClientRect().width]""")
     assert caption >= 0.9 * table  # it was an 88 px column, a word a line, beside a 337 px table
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_what_runs_on_my_gpus_commands_wrap_between_arguments_only(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    pg.select_option("#homelab-gpu", "rtx-4090")
+    pg.click("#homelab-run")
+    pg.wait_for_function("() => document.body.dataset.homelab", timeout=120000)
+    commands = pg.locator("#homelab-table tbody td:last-child")
+    count = commands.count()
+    split = [a for i in range(count) for a in commands.nth(i).evaluate(SPLIT_ARGUMENTS)]
+    beyond = pg.evaluate(f"""() => [...document.querySelectorAll('#homelab-table td')]
+        .filter((td) => td.getBoundingClientRect().right > {width}).length""")
+    context.close()
+    assert count > 20 and split == []  # "--max_seq_len" and repo names were split at hyphens
+    assert beyond == 0  # a long argument scrolls in its cell rather than widening every row
