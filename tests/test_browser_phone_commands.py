@@ -2,6 +2,8 @@
 simulator's on a phone (375 px), each ranked pick's on a phone and on a desktop — an argument longer than
 its box scrolling sideways; and on a phone the ranked table's caption spans the rows above them."""
 
+import contextlib
+
 import pytest
 
 import test_browser
@@ -29,14 +31,23 @@ SPLIT_ARGUMENTS = """(el) => {
 }"""
 
 
-@pytest.fixture()
-def phone(browser, server):
-    context = browser.new_context(viewport=PHONE)
+@contextlib.contextmanager
+def planned_page(browser, server, width: int):
+    """The page at ``width`` px once its landing plan is drawn."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
     pg = context.new_page()
     pg.goto(server + "/")
     planned(pg)
-    yield pg
-    context.close()
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+@pytest.fixture()
+def phone(browser, server):
+    with planned_page(browser, server, PHONE["width"]) as pg:
+        yield pg
 
 
 def test_on_a_phone_the_simulators_launch_command_wraps_between_arguments_only(phone):
@@ -58,14 +69,10 @@ def _search_one_gpu(pg):
 
 
 def test_a_ranked_picks_launch_wraps_between_arguments_only_on_a_desktop(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.goto(server + "/")
-    planned(pg)
-    _search_one_gpu(pg)
-    commands = pg.locator("#search-table .command")
-    split = [commands.nth(i).evaluate(SPLIT_ARGUMENTS) for i in range(commands.count())]
-    context.close()
+    with planned_page(browser, server, 1280) as pg:
+        _search_one_gpu(pg)
+        commands = pg.locator("#search-table .command")
+        split = [commands.nth(i).evaluate(SPLIT_ARGUMENTS) for i in range(commands.count())]
     assert split == [[]] * 3  # a repo name or "--n-gpu-layers" was split at a hyphen
 
 
@@ -80,7 +87,6 @@ def test_on_a_phone_a_ranked_picks_launch_keeps_its_flags_whole(phone):
     assert beyond == []
 
 
-
 def test_on_a_phone_the_ranked_tables_caption_spans_its_rows(phone):
     _search_one_gpu(phone)
     caption, table = phone.evaluate("""() => [document.querySelector('#search-table caption').getBoundingClientRect().width,
@@ -90,18 +96,14 @@ def test_on_a_phone_the_ranked_tables_caption_spans_its_rows(phone):
 
 @pytest.mark.parametrize("width", [375, 1280])
 def test_what_runs_on_my_gpus_commands_wrap_between_arguments_only(browser, server, width):
-    context = browser.new_context(viewport={"width": width, "height": 800})
-    pg = context.new_page()
-    pg.goto(server + "/")
-    planned(pg)
-    pg.select_option("#homelab-gpu", "rtx-4090")
-    pg.click("#homelab-run")
-    pg.wait_for_function("() => document.body.dataset.homelab", timeout=120000)
-    commands = pg.locator("#homelab-table tbody td:last-child")
-    count = commands.count()
-    split = [a for i in range(count) for a in commands.nth(i).evaluate(SPLIT_ARGUMENTS)]
-    beyond = pg.evaluate(f"""() => [...document.querySelectorAll('#homelab-table td')]
-        .filter((td) => td.getBoundingClientRect().right > {width}).length""")
-    context.close()
+    with planned_page(browser, server, width) as pg:
+        pg.select_option("#homelab-gpu", "rtx-4090")
+        pg.click("#homelab-run")
+        pg.wait_for_function("() => document.body.dataset.homelab", timeout=120000)
+        commands = pg.locator("#homelab-table tbody td:last-child")
+        count = commands.count()
+        split = [a for i in range(count) for a in commands.nth(i).evaluate(SPLIT_ARGUMENTS)]
+        beyond = pg.evaluate(f"""() => [...document.querySelectorAll('#homelab-table td')]
+            .filter((td) => td.getBoundingClientRect().right > {width}).length""")
     assert count > 20 and split == []  # "--max_seq_len" and repo names were split at hyphens
     assert beyond == 0  # a long argument scrolls in its cell rather than widening every row
