@@ -100,3 +100,18 @@ def test_a_llamacpp_cell_launches_the_slots_the_plan_counts(catalog):
     slots = r.capacity.cell.engine_slots
     assert slots > 1 and _flag(argv, "--parallel") == slots
     assert _flag(argv, "--ctx-size") >= slots * (r.workload.input_tokens_per_request + r.workload.output_tokens_per_request)
+
+
+def test_a_llamacpp_plan_launches_the_slots_its_capacity_counts(catalog):
+    """llama.cpp serves the --parallel slots it is started with; the plan sizes its users on the most slots that
+    fit (economics/capacity.py), so its launch opens those, each the request's context, not one slot."""
+    s = Scenario.model_validate({
+        "model": "llama-3.1-8b", "quantization": "gguf-q4_k_m", "engine": "llamacpp", "target_users": 50,
+        "platform": {"gpu": "rtx-5090", "gpus": 1, "quote_usd_per_system": 4000}, "workload": {"preset": "chat-seat"}})
+    r = plan(s, catalog)
+    cell = r.capacity.cell
+    argv = shlex.split(plan_launch(catalog, s, r).text.splitlines()[-1])
+    assert cell.concurrency_at_target > 1  # the users were sized on many requests at once
+    assert _flag(argv, "--parallel") == cell.engine_slots  # it was --parallel 1
+    assert _flag(argv, "--ctx-size") == cell.engine_slots * r.workload.input_tokens_per_request \
+        + cell.engine_slots * r.workload.output_tokens_per_request

@@ -9,12 +9,15 @@ const $ = (id) => document.getElementById(id);
 const state = { lastPlan: null, timer: null, ready: false, loaded: null, request: 0, linkNote: "" };
 window.inferplan = state;
 
+// what a request that got no reply at all says (fetch's own words are "Failed to fetch")
+const NO_REPLY = "the server did not answer: is `inferplan serve` still running? Start it again and retry";
+
 async function api(method, path, body, onProgress) {  // onProgress: asks for the route's progress (progress.js)
   const response = await fetch(path, {
     method,
     headers: body === undefined ? {} : { "Content-Type": "application/json", ...(onProgress && { Accept: NDJSON }) },
     body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  }).catch(() => { throw new Error(NO_REPLY); });
   if (response.status === 204) return null;
   const data = onProgress && response.ok ? await streamed(response, onProgress) : await response.json().catch(() => null);
   if (!response.ok || (onProgress && data.error)) {  // a stream ends with the error body a plain reply would carry
@@ -106,9 +109,20 @@ function clearAnswer() {
   for (const figure of document.querySelectorAll(PLAN_FIGURES)) clearFigure(figure);
 }
 
+// A launch command as the server words it, each space-separated word in a span (.arg) the line does not
+// break inside, so a narrow box wraps it between arguments and never at a flag's hyphen; the text is unchanged.
+function showCommand(element, text) {
+  element.replaceChildren(...text.split("\n").flatMap((line, i) => [...(i ? ["\n"] : []),
+    ...line.split(" ").flatMap((word, j) => {
+      const arg = document.createElement("span");
+      arg.className = "arg"; arg.textContent = word;
+      return j ? [" ", arg] : [arg];
+    })]));
+}
+
 // the launch command of the cell the plan sized and its notes, as `inferplan plan` prints them (--json: deploy)
 function showLaunch(view) {
-  $("launch-command").textContent = view.deploy;
+  showCommand($("launch-command"), view.deploy);
   $("launch-notes").replaceChildren(...view.deploy_notes.map((n) => {
     const li = document.createElement("li"); li.textContent = n; return li;
   }));

@@ -144,7 +144,7 @@ async function runSearch(event) {
       use.type = "button"; use.textContent = "Use this"; use.setAttribute("aria-label", `Use deployment ${row.rank}`);
       use.onclick = () => useThis(row.scenario);
       const cmd = document.createElement("div");
-      cmd.className = "command"; cmd.textContent = row.deploy;
+      cmd.className = "command"; showCommand(cmd, row.deploy);
       act.append(use, cmd);
       tr.append(act);
       return tr;
@@ -198,9 +198,13 @@ async function runHomelab(event) {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
       const heads = [...$("homelab-table").tHead.rows[0].cells].map((th) => th.textContent);
-      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed, row.offload, row.engine, row.command].forEach((text, i) => {
+      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed, row.offload, row.engine].forEach((text, i) => {
         const td = document.createElement("td"); td.textContent = text; td.dataset.label = heads[i]; tr.append(td);
       });  // the column's name on each cell: a phone shows a row as a block, without the header row
+      const command = document.createElement("td");
+      command.className = "command"; command.dataset.label = heads.at(-1);
+      showCommand(command, row.command);  // wrapped between its arguments only, as every launch command
+      tr.append(command);
       return tr;
     }));
     $("homelab-table").hidden = false;
