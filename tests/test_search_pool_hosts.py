@@ -4,6 +4,7 @@ with no multi-host launch stays out of the pools when one host does not hold it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -99,3 +100,19 @@ def test_pools_of_instances_over_hgx_hosts_hand_the_kv_cache_over_the_scale_out_
     hgx = catalog.system("hgx-h100", "system")
     assert {r.kv_transfer_link for r in picks} == {hgx.scale_out.link}
     assert all("--nnodes 2 " in r.deploy and "http://HOST0:" in r.deploy for r in picks)
+
+
+@pytest.mark.parametrize("engine, pools", [("vllm", False), ("sglang", True)])
+def test_a_cell_of_pipeline_stages_is_in_a_pool_only_where_the_engines_kv_connector_hands_them_over(catalog, engine, pools):
+    """vLLM's NixlConnector refuses handshake metadata from a pipeline stage past the first
+    (``DisaggregationRule.pipeline``): its TP4 × PP2 cell runs no pool; SGLang's does."""
+    req = SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=(engine,), quantizations=("bf16",),
+                        kv_cache_dtypes=("auto",), speculative=False, request_rate_per_s=1.0, input_len=2000,
+                        output_len=500)
+    rl = resolve_load(catalog, req)
+    cell = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells[0]
+    staged = dataclasses.replace(cell, tensor_parallel_size=4, pipeline_parallel_size=2)
+    costs = unit_costs(catalog, cell.platform, "qwen3-8b")
+    assert model_cell(catalog, staged, rl, costs, disaggregate=True).disaggregates is pools
+    assert model_cell(catalog, dataclasses.replace(cell, tensor_parallel_size=8, pipeline_parallel_size=1), rl, costs,
+                      disaggregate=True).disaggregates
