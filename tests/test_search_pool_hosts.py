@@ -11,6 +11,7 @@ import pytest
 
 from inferplan.deploy.nodes import over_hosts_refusal
 from inferplan.inputs.deployment import Deployment
+from inferplan.search import handover
 from inferplan.search.evaluate import model_cell
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs
@@ -82,10 +83,22 @@ def test_a_disaggregated_pick_of_deepseek_v3_on_a_gb200_nvl72_runs_pools_over_tr
         assert all(f'--dist-init-addr "${h}_IP:' in r.deploy for h in leaders)
 
 
-def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_nvlink(wide):
+def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_the_scale_out_network(wide, catalog):
+    """Each tray is its own OS host, and the engines' KV connectors move the cache between hosts over RDMA."""
     inside = [r for r in _spanning(wide) if sum(p.instances * p.gpus_per_instance for p in r.pools) <= 72]
     assert inside
-    assert {r.kv_transfer_link for r in inside} == {"nvlink5"}
+    assert {r.kv_transfer_link for r in inside} == {catalog.system("gb200-nvl72", "system").scale_out.link}
+
+
+@pytest.mark.parametrize("gpus, link", [(4, "scale_up"), (8, "scale_out"), (72, "scale_out")])
+def test_pools_hand_over_on_the_fast_link_only_inside_one_trays_os_host(catalog, gpus, link):
+    nvl72 = catalog.system("gb200-nvl72", "system")
+    accel = catalog.accelerators.records[nvl72.accelerator]
+    want = accel.scale_up.link if link == "scale_up" else nvl72.scale_out.link
+    assert handover.link_name(accel, nvl72, nvl72.accelerator_count, gpus) == want
+    per_gpu = accel.scale_up.bandwidth_bytes_per_s.value / 2 if link == "scale_up" else \
+        nvl72.scale_out.bandwidth_bytes_per_s.value
+    assert float(handover.link_bytes_per_s(accel, nvl72, nvl72.accelerator_count, gpus, 2)) == pytest.approx(2 * per_gpu)
 
 
 def test_pools_of_instances_over_hgx_hosts_hand_the_kv_cache_over_the_scale_out_network(catalog):

@@ -427,7 +427,7 @@ def _rented(cm: CellModel, prefill_model: "CellModel | None", replicas, prefill,
         cost = rented * np.array([q.usd_per_instance_month for q in quotes])[:, None]
     else:  # a hand-over priced on the fast link needs one host
         p = cm.cell.platform
-        fast = handover.inside(p.accelerator, p.domain_gpus, gpus, cm.cell.systems_per_instance)
+        fast = handover.fast(p.accelerator, p.system, p.domain_gpus, gpus, cm.cell.systems_per_instance)
         rented, cost = (np.stack(x) for x in zip(*(q.pools_month(prefill, prefill_model.cell.gpus, decode, cm.cell.gpus, fast)
                                                   for q in quotes)))
     choice = np.argmin(cost, axis=0)
