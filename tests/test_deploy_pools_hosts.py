@@ -127,3 +127,47 @@ def test_a_pool_instance_no_multi_host_launch_starts_names_no_gpu_its_host_lacks
     assert all("CUDA_VISIBLE_DEVICES" not in w.env for w in launch.workers)
     assert [g.first_host for g in launch.hosts] == [0, 2]
     assert any("no multi-host launch for trtllm" in n for n in launch.notes)
+
+
+def _pinned(launch) -> list[tuple[int, str | None]]:
+    """Each group's first host and its first worker's visible devices (None: not pinned)."""
+    return [(g.first_host, g.workers[0].env.get("CUDA_VISIBLE_DEVICES")) for g in launch.hosts]
+
+
+def test_one_host_workers_beside_an_instance_over_hosts_keep_to_the_trays_gpus_with_no_host_size_stated(catalog):
+    """No host size stated (a bare GB200, not the rack): two TP4 prefill workers each take a 4-GPU tray, not GPUs 4-7
+    of the first, and the TP8 decode instance the next two trays."""
+    d = Deployment(model="qwen3-8b", gpu="gb200", engine="sglang", tensor_parallel_size=8)
+    layout = PrefillLayout(prefill_instances=2, prefill_tensor_parallel_size=4)
+    launch = pools_plan(d, layout, catalog).launch
+    assert _pinned(launch) == [(0, "0,1,2,3"), (2, None), (3, None)]
+    assert launch.hosts[0].last_host == 1
+    assert "http://HOST2:" in " ".join(launch.router)
+
+
+def test_hosts_smaller_than_the_catalogues_split_an_instance_over_as_many_hosts_as_it_needs(catalog):
+    """4-GPU hosts of H100s (the catalogue's host has 8): a TP16 decode instance runs over four of them, --nnodes 4."""
+    d = Deployment(model="qwen3-32b", gpu="h100-sxm", engine="sglang", tensor_parallel_size=16, max_model_len=8192)
+    layout = PrefillLayout(prefill_instances=1, prefill_tensor_parallel_size=4, host_gpus=4)
+    launch = pools_plan(d, layout, catalog).launch
+    hosts = _hosts(launch)
+    assert [(g.first_host, g.part) for g in launch.hosts] == [(0, None), (1, 0), (2, 1), (3, 2), (4, 3)]
+    assert {_value(argv, "--nnodes") for _, argv in hosts} == {"4"}
+    assert [_value(argv, "--node-rank") for _, argv in hosts] == ["0", "1", "2", "3"]
+
+
+def test_an_instance_over_trays_that_would_cross_a_racks_last_tray_starts_on_the_next_rack(catalog):
+    """Three 16-GPU prefill instances take trays 0-11; the 32-GPU decode instance (8 trays) would cross the NVL72's
+    18th tray, so it starts on the next rack's first, tray 18."""
+    launch = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT.model_copy(update={"prefill_instances": 3}),
+                        catalog).launch
+    decode = [g.first_host for g in launch.hosts if g.workers[0].role == "decode"]
+    assert decode == list(range(18, 26))
+    assert "http://HOST18:" in " ".join(launch.router)
+
+
+def test_a_pool_instances_note_names_its_first_host_not_host_0(catalog):
+    launch = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT, catalog).launch
+    spans = [n for n in launch.notes if "serves the API; every host runs its own lines" in n]
+    assert spans and all("the instance's first host (HOSTn) serves the API" in n for n in spans)
+    assert not any("host 0 (the head)" in n for n in spans)

@@ -4,12 +4,14 @@ with no multi-host launch stays out of the pools when one host does not hold it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
 from inferplan.deploy.nodes import over_hosts_refusal
 from inferplan.inputs.deployment import Deployment
+from inferplan.search import handover
 from inferplan.search.evaluate import model_cell
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs
@@ -81,10 +83,22 @@ def test_a_disaggregated_pick_of_deepseek_v3_on_a_gb200_nvl72_runs_pools_over_tr
         assert all(f'--dist-init-addr "${h}_IP:' in r.deploy for h in leaders)
 
 
-def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_nvlink(wide):
+def test_pools_over_trays_inside_one_nvl72_hand_the_kv_cache_over_the_scale_out_network(wide, catalog):
+    """Each tray is its own OS host, and the engines' KV connectors move the cache between hosts over RDMA."""
     inside = [r for r in _spanning(wide) if sum(p.instances * p.gpus_per_instance for p in r.pools) <= 72]
     assert inside
-    assert {r.kv_transfer_link for r in inside} == {"nvlink5"}
+    assert {r.kv_transfer_link for r in inside} == {catalog.system("gb200-nvl72", "system").scale_out.link}
+
+
+@pytest.mark.parametrize("gpus, link", [(4, "scale_up"), (8, "scale_out"), (72, "scale_out")])
+def test_pools_hand_over_on_the_fast_link_only_inside_one_trays_os_host(catalog, gpus, link):
+    nvl72 = catalog.system("gb200-nvl72", "system")
+    accel = catalog.accelerators.records[nvl72.accelerator]
+    want = accel.scale_up.link if link == "scale_up" else nvl72.scale_out.link
+    assert handover.link_name(accel, nvl72, nvl72.accelerator_count, gpus) == want
+    per_gpu = accel.scale_up.bandwidth_bytes_per_s.value / 2 if link == "scale_up" else \
+        nvl72.scale_out.bandwidth_bytes_per_s.value
+    assert float(handover.link_bytes_per_s(accel, nvl72, nvl72.accelerator_count, gpus, 2)) == pytest.approx(2 * per_gpu)
 
 
 def test_pools_of_instances_over_hgx_hosts_hand_the_kv_cache_over_the_scale_out_network(catalog):
@@ -99,3 +113,19 @@ def test_pools_of_instances_over_hgx_hosts_hand_the_kv_cache_over_the_scale_out_
     hgx = catalog.system("hgx-h100", "system")
     assert {r.kv_transfer_link for r in picks} == {hgx.scale_out.link}
     assert all("--nnodes 2 " in r.deploy and "http://HOST0:" in r.deploy for r in picks)
+
+
+@pytest.mark.parametrize("engine, pools", [("vllm", False), ("sglang", True)])
+def test_a_cell_of_pipeline_stages_is_in_a_pool_only_where_the_engines_kv_connector_hands_them_over(catalog, engine, pools):
+    """vLLM's NixlConnector refuses handshake metadata from a pipeline stage past the first
+    (``DisaggregationRule.pipeline``): its TP4 × PP2 cell runs no pool; SGLang's does."""
+    req = SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=(engine,), quantizations=("bf16",),
+                        kv_cache_dtypes=("auto",), speculative=False, request_rate_per_s=1.0, input_len=2000,
+                        output_len=500)
+    rl = resolve_load(catalog, req)
+    cell = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells[0]
+    staged = dataclasses.replace(cell, tensor_parallel_size=4, pipeline_parallel_size=2)
+    costs = unit_costs(catalog, cell.platform, "qwen3-8b")
+    assert model_cell(catalog, staged, rl, costs, disaggregate=True).disaggregates is pools
+    assert model_cell(catalog, dataclasses.replace(cell, tensor_parallel_size=8, pipeline_parallel_size=1), rl, costs,
+                      disaggregate=True).disaggregates

@@ -307,7 +307,9 @@ def check_engine_flags(catalog) -> None:
                  *((flags.disaggregation.source, flags.disaggregation.peer_address.source,
                     *filter(None, [flags.disaggregation.peer_address.router_source, flags.disaggregation.router_source,
                                    flags.disaggregation.router_image_source,
-                                   flags.disaggregation.router_startup_timeout_source])) if flags.disaggregation else ()),
+                                   flags.disaggregation.router_startup_timeout_source,
+                                   flags.disaggregation.pipeline.source if flags.disaggregation.pipeline else None]))
+                   if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
                     *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
                     *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))

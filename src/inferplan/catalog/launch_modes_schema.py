@@ -4,8 +4,9 @@ and ``disaggregation`` of an engine's record).
 Speculative decoding (``SpeculativeRule``) is JSON under one flag, one flag per field or a mapping in the
 engine's options file, each field filled from the planned draft. Prefill/decode disaggregation
 (``DisaggregationRule``) is each role's flags, the router that joins the pools (its command and, where it
-reads one, its config file, ``RouterFile``), the ports each worker needs its own of, and how a worker
-tells its peers its address (``PeerAddress``); a router that finds the pools' pods itself on Kubernetes
+reads one, its config file, ``RouterFile``), the ports each worker needs its own of, how a worker tells
+its peers its address (``PeerAddress``) and the pipeline stages its KV connector hands over between
+(``PipelineBound``); a router that finds the pools' pods itself on Kubernetes
 is ``discovery_schema.py``. Where a container keeps its downloads (``ModelCache``) is the record's too.
 """
 
@@ -67,6 +68,15 @@ class PeerAddress(Frozen):
     note: str | None = None
 
 
+class PipelineBound(Frozen):
+    """The most pipeline stages a pool's instance runs with where the engine's KV connector hands the cache over
+    between instances of no more (vLLM's NixlConnector refuses handshake metadata from a stage past the first)."""
+
+    max_pipeline_parallel_size: int = Field(ge=1)
+    source: str
+    note: str | None = None
+
+
 class DisaggregationRule(Frozen):
     """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value.
 
@@ -97,8 +107,17 @@ class DisaggregationRule(Frozen):
     options: dict = {}  # options-file entries every worker needs (TensorRT-LLM cache_transceiver_config)
     peer_address: PeerAddress
     pod_discovery: PodDiscovery | None = None  # on Kubernetes, a router that finds the pools' pods itself
+    pipeline: PipelineBound | None = None  # pipeline stages a pool's instance runs with at most (None: no bound known)
     source: str
     note: str | None = None
+
+    def pipeline_refusal(self, pipeline_parallel_size: int) -> str | None:
+        """Why a pool's instance of ``pipeline_parallel_size`` stages cannot hand its KV cache over (None: it can)."""
+        bound = self.pipeline
+        if bound is None or pipeline_parallel_size <= bound.max_pipeline_parallel_size:
+            return None
+        return (f"{self.connector('prefill') or 'the KV connector'} hands the KV cache over between pool instances of "
+                f"at most {bound.max_pipeline_parallel_size} pipeline stage(s), not {pipeline_parallel_size}")
 
     def connector(self, role: str) -> str | None:
         """The KV connector a ``role`` worker launches with (its ``kv_connector``; None: none named)."""

@@ -85,11 +85,12 @@ class HostsLaunch:
     notes: tuple[str, ...]
 
 
-def over_hosts_refusal(d: Deployment, catalog: Catalog) -> str | None:
+def over_hosts_refusal(d: Deployment, catalog: Catalog, host_gpus: int | None = None) -> str | None:
     """Why no command per host is written for one instance of ``d`` (at its planned engine release) that spans hosts: the
     engine has no multi-host launch, or none its release and the layout allow, or the GPUs split unevenly (None:
-    it fits one host, or its per-host commands are written), as ``hosts_launch`` would refuse it."""
-    split = host_split(d, catalog)
+    it fits one host, or its per-host commands are written), as ``hosts_launch`` would refuse it; ``host_gpus``: as
+    ``host_split`` takes it."""
+    split = host_split(d, catalog, host_gpus)
     if split is None:
         return None
     flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
@@ -107,14 +108,15 @@ def over_hosts_refusal(d: Deployment, catalog: Catalog) -> str | None:
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
                  env: dict[str, str] | None = None, attention_dp: bool = False,
-                 head_host: int | None = None) -> HostsLaunch | None:
+                 head_host: int | None = None, host_gpus: int | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
     each host running the engine runs first (its options file); ``env``: the environment it starts with;
     ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
     expert parallelism), not whole copies of the model; ``head_host``: a pool instance's first host in a pools
-    script (``pool_addressing``), None: host 0 at ``$HEAD_IP``."""
-    split = host_split(d, catalog)
+    script (``pool_addressing``), None: host 0 at ``$HEAD_IP``; ``host_gpus``: the GPUs each host has, where fewer
+    than the catalogue's (``host_split``)."""
+    split = host_split(d, catalog, host_gpus)
     if split is None:
         return None
     if not flags.multi_host:
@@ -128,11 +130,12 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
-    where = "host 0 (the head) serves the API; every host runs its own lines"
+    head = "host 0 (the head)" if head_host is None else "the instance's first host (HOSTn)"
+    where = f"{head} serves the API; every host runs its own lines"
     if addressing.check and _names(launch, "{head}"):
         where += f", {addressing.told}"
     if addressing.check and _names(launch, "{workers}"):
-        where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on host 0 to the "
+        where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on {head} to the "
                   "other hosts' addresses")
     return HostsLaunch(split, commands, (f"{spans_hosts_note(split, d)}: {where}", *((launch.note,) if launch.note else ())))
 

@@ -8,7 +8,8 @@ foreground. Hosts that run the same workers are written once, with the range of 
 (``HostGroup``: a pool of 64 1-GPU hosts is one line "on each of HOST0–HOST63"), each worker told its own
 host's address as ``$HOST_IP`` where the engine needs it. An instance wider than one host takes hosts of its own,
 whole, one group per host, each running its part of the instance's multi-host launch (``deploy.nodes``), with its
-head at ``$HOSTn_IP``, ``n`` the host it starts on. The router's command (or config file) names every
+head at ``$HOSTn_IP``, ``n`` the host it starts on; inside one rack whose fast-link domain spans hosts (a GB200
+NVL72's 18 compute trays), starting on the next rack where it would cross a rack's last host. The router's command (or config file) names every
 worker by its host and port (host 0 too, as ``HOST0``, once the workers span several hosts), so a script holds
 at most ``MAX_LISTED_WORKERS`` instances of a pool; the
 Kubernetes manifest (``deploy.pools_plan``) reaches a pool at its Service instead. Flag names, ports,
@@ -27,7 +28,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, engine_flags, here_document,
                                       launch_command, planned_speculative, with_draft)
 from inferplan.deploy.nodes import OWN_VARIABLE, env_words, over_hosts_refusal
-from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.host_span import host_split
 from inferplan.deploy.model_cache import startup_window_s
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
@@ -35,7 +36,7 @@ from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
-from inferplan.memory.layout import instance_gpus, os_host_gpus
+from inferplan.memory.layout import instance_gpus, os_host_gpus, rack_of
 
 LOCAL_HOST = "localhost"  # where the router reaches the workers when every one runs on its host
 # the most instances of one pool a launch script starts: its router's command names each by host and port
@@ -102,18 +103,22 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
     for role, _, instances, _ in pools:
         check_listed(role, instances)
     first_port = rule.first_worker_port or flags.default_port
+    hw = resolve_hardware(catalog, decode)
+    planned = {role: as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog)
+               for role, d, _, spec in pools}
     if host_gpus is not None:  # no more than one OS host sees (a GB200 NVL72's 4-GPU compute tray)
-        host_gpus = min(host_gpus, os_host_gpus(catalog, resolve_hardware(catalog, decode)))
+        host_gpus = min(host_gpus, os_host_gpus(catalog, hw))
+    elif any(host_split(p, catalog) for p in planned.values()):  # an instance spans hosts: no worker past a host's GPUs
+        host_gpus = os_host_gpus(catalog, hw)
+    rack_hosts = _rack_hosts(catalog, hw, host_gpus)
     placed: list[_Placed] = []
     gpu = 0
     for role, d, instances, spec in pools:
-        planned = as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog)
-        size, split = instance_gpus(planned), host_split(planned, catalog)
-        spans = split is not None and over_hosts_refusal(planned, catalog) is None
-        host_gpus = host_gpus or (split.host_gpus if split is not None else None)  # no worker past its host's GPUs
+        size, split = instance_gpus(planned[role]), host_split(planned[role], catalog, host_gpus)
+        spans = split is not None and over_hosts_refusal(planned[role], catalog, host_gpus) is None
         for _ in range(instances):
-            if spans:  # on hosts of its own, whole: from the next host with no worker on it
-                host_index = -(-gpu // host_gpus)
+            if spans:  # on hosts of its own, whole: from the next host with no worker on it, inside one rack
+                host_index = _in_one_rack(-(-gpu // host_gpus), split.hosts, rack_hosts)
                 gpu = (host_index + split.hosts) * host_gpus
                 placed.append(_Placed(role, d, spec, host_index, None, size, split.hosts))
                 continue
@@ -132,7 +137,8 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
         if key not in made:
             made[key] = launch_command(p.d, catalog, role=p.role, speculative=p.spec, port=first_port + slot, worker=slot,
                                        devices=tuple(range(p.first, p.first + p.size)) if p.first is not None else None,
-                                       address=address, head_host=p.host if p.hosts > 1 else None)
+                                       address=address, head_host=p.host if p.hosts > 1 else None,
+                                       host_gpus=host_gpus)
         for part in range(p.hosts):  # a worker over several hosts: each host runs its part
             on_host.setdefault(p.host + part, []).append((made[key], part if p.hosts > 1 else None))
         workers[p.role].append(Worker(_host(p.host, several), made[key].port, worker_ports(rule, slot)))
@@ -180,6 +186,23 @@ def _place(gpu: int, size: int, host_gpus: int | None) -> tuple[int, int | None]
     if first + size > host_gpus:  # it would cross the host's last GPU: the next host
         host, first = host + 1, 0
     return host, first
+
+
+def _rack_hosts(catalog: Catalog, hw: Hardware, host_gpus: int | None) -> int | None:
+    """Hosts of ``host_gpus`` GPUs in one rack whose fast-link domain spans OS hosts (a GB200 NVL72's 18 compute
+    trays), which an instance over several hosts stays inside (None: no such rack)."""
+    rack = hw.system if hw.system is not None else rack_of(catalog, hw)
+    if rack is None or rack.os_host_gpus is None or not host_gpus:
+        return None
+    return rack.accelerator_count // host_gpus
+
+
+def _in_one_rack(host: int, hosts: int, rack_hosts: int | None) -> int:
+    """The first host of an instance over ``hosts`` hosts that would start at ``host``: the next rack's first where
+    it would cross a rack's last host (one rack holds it), as ``_place`` moves a worker to the next host."""
+    if rack_hosts and hosts <= rack_hosts and host // rack_hosts != (host + hosts - 1) // rack_hosts:
+        return -(-host // rack_hosts) * rack_hosts
+    return host
 
 
 def _host(index: int, several: bool) -> str:

@@ -115,6 +115,7 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
                              pipeline_parallel_size=pools.prefill_pipeline_parallel_size,
                              data_parallel_size=pools.prefill_data_parallel_size,
                              enable_expert_parallel=pools.prefill_enable_expert_parallel)
+    _check_pipeline(flags.disaggregation, pre, as_planned(d, catalog), pools)
     check_deployable(with_draft(d, catalog, speculative), catalog)
     check_deployable(pre, catalog)
     gpus = pools.prefill_instances * instance_gpus(pre) + pools.replicas * instance_gpus(
@@ -125,6 +126,17 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
             catalog, pre, d, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas,
             decode_speculative=speculative, host_gpus=host_gpus)})
     return plan.model_copy(update=_pools_manifest(catalog, pre, d, pools, speculative, model_cache))
+
+
+def _check_pipeline(rule, pre: Deployment, decode: Deployment, pools: PrefillLayout) -> None:
+    """Refuse pipeline stages in either pool's instance where the engine's KV connector hands over none
+    (``DisaggregationRule.pipeline``), naming the size stated."""
+    for d, field in ((decode, "pipeline_parallel_size"), (pre, "prefill_pipeline_parallel_size"
+                                                          if pools.prefill_pipeline_parallel_size else "pipeline_parallel_size")):
+        refusal = rule.pipeline_refusal(d.pipeline_parallel_size)
+        if refusal:
+            raise UnsupportedSettingError(refusal, field=field, allowed=f"at most {rule.pipeline.max_pipeline_parallel_size}"
+                                          f" with {rule.connector('prefill')}, or tensor parallelism over the GPUs")
 
 
 def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools: PrefillLayout,

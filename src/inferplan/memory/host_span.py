@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
-from inferplan.memory.layout import host_gpus, instance_gpus, rack_of
+from inferplan.memory.layout import host_gpus as catalogue_host_gpus
+from inferplan.memory.layout import instance_gpus, rack_of
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 
@@ -25,18 +26,21 @@ class HostSplit:
     what: str  # the host, in words
 
 
-def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
+def host_split(d: Deployment, catalog: Catalog, host_gpus: int | None = None) -> HostSplit | None:
     """How one instance of ``d`` is spread over hosts; None when it fits one (or its hosts are not in the
     catalogue: a rack's that records no ``os_host_gpus``). A rack's OS host is its compute tray (a GB200
-    NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
+    NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain. ``host_gpus``: the GPUs
+    the hosts really have where fewer than the catalogue's host (a rented instance's)."""
     hw = resolve_hardware(catalog, d)
     gpus = instance_gpus(d)
     rack = hw.system if hw.system is not None else rack_of(catalog, hw)
     tray = rack.os_host_gpus if rack is not None else None
     if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
         return None
-    host = int(tray.value) if tray is not None else host_gpus(hw)
-    if tray is not None:  # a rack whose NVLink domain is more than one OS host: the launch is per host
+    host = int(tray.value) if tray is not None else catalogue_host_gpus(hw)
+    if host_gpus is not None and host_gpus < host:
+        host, what = host_gpus, "one host"
+    elif tray is not None:  # a rack whose NVLink domain is more than one OS host: the launch is per host
         what = f"one {rack.name} compute tray"
     elif hw.system is not None:
         what = f"one {hw.system.name}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.nodes import over_hosts_refusal
 from inferplan.economics.pools import instance_units
@@ -106,12 +107,20 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
     # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
     # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned;
-    # an instance wider than one host is in a pool where deploy writes its command per host (deploy.nodes)
+    # an instance wider than one host is in a pool where deploy writes its command per host (deploy.nodes), and one
+    # of pipeline stages where the engine's KV connector hands them over (DisaggregationRule.pipeline)
     pools = (disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
-             and over_hosts_refusal(d, catalog) is None)
+             and over_hosts_refusal(d, catalog) is None and _hands_over(catalog, d))
     sized = {role: pool_sized(catalog, d, role) for role in ("prefill", "decode")} if pools else {}
     pool_curves = tuple((role, _curve(catalog, cell, rl, p, curves)) for role, p in sized.items() if p != d)
     return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs, pool_curves)
+
+
+def _hands_over(catalog: Catalog, d: Deployment) -> bool:
+    """Whether the engine's KV connector hands over the cache of ``d``'s pipeline stages (``DisaggregationRule.pipeline``)."""
+    flags = flags_for(catalog, d.engine)
+    rule = flags.disaggregation if flags is not None else None
+    return rule is not None and rule.pipeline_refusal(d.pipeline_parallel_size) is None
 
 
 def _curve(catalog: Catalog, cell: Cell, rl: ResolvedLoad, d: Deployment, curves: dict | None) -> ServiceCurve:
@@ -418,7 +427,7 @@ def _rented(cm: CellModel, prefill_model: "CellModel | None", replicas, prefill,
         cost = rented * np.array([q.usd_per_instance_month for q in quotes])[:, None]
     else:  # a hand-over priced on the fast link needs one host
         p = cm.cell.platform
-        fast = handover.inside(p.accelerator, p.domain_gpus, gpus, cm.cell.systems_per_instance)
+        fast = handover.fast(p.accelerator, p.system, p.domain_gpus, gpus, cm.cell.systems_per_instance)
         rented, cost = (np.stack(x) for x in zip(*(q.pools_month(prefill, prefill_model.cell.gpus, decode, cm.cell.gpus, fast)
                                                   for q in quotes)))
     choice = np.argmin(cost, axis=0)
