@@ -67,12 +67,12 @@ def test_a_profile_at_another_tensor_parallel_size_is_not_used(catalog):
     assert any("launched with tensor_parallel_size 2, planned with 1" in a for a in pp2.assumptions)
 
 
-def test_a_launch_with_experts_in_host_ram_is_another_launch():
+def test_a_launch_with_experts_in_host_ram_is_another_launch(catalog):
     """--n-cpu-moe keeps experts in host RAM: a profile measured so is of another launch than one on the GPUs alone."""
     launch = ProfileLaunch(tensor_parallel_size=1, n_cpu_moe=20)
     d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m")
-    assert layout_differs(launch, d, 1) == {"n_cpu_moe": (20, None)}
-    assert layout_differs(launch, d.model_copy(update={"n_cpu_moe": 20}), 1) == {}
+    assert layout_differs(catalog, launch, d, 1) == {"n_cpu_moe": (20, None)}
+    assert layout_differs(catalog, launch, d.model_copy(update={"n_cpu_moe": 20}), 1) == {}
 
 
 def test_runs_of_two_launches_make_two_profiles_each_stating_its_launch(catalog):

@@ -68,3 +68,17 @@ def test_experts_spread_on_a_dense_model_are_refused_at_import_as_fit_refuses_th
     assert r.exit_code == 2
     error = json.loads(r.stdout)["error"]
     assert error["field"] == "--enable-expert-parallel" and "dense model" in error["message"]
+
+
+def test_vllms_expert_parallel_flag_on_one_gpu_is_the_launch_without_it(tmp_path):
+    """vLLM spreads experts only where TP x DP > 1 (engines.yaml expert_parallel_needs_ranks): a run on one GPU
+    launched with --enable-expert-parallel answers the one-GPU deployment without it, and the other way round."""
+    path, csv = tmp_path / "runs.db", tmp_path / "ep.csv"
+    csv.write_text(CSV)
+    r = cli("measurements", "import", csv, *MOE, "--gpus", 1, "--enable-expert-parallel", "--db", path)
+    assert r.exit_code == 0, r.output
+    for layout in ((), ("--enable-expert-parallel",)):
+        r = cli("perf", *MOE, "--gpus", 1, *layout, "--input-len", 1024, "--output-len", 256, "--concurrency", 16,
+                "--db", path, "--json")
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["source"] == "measured-local"

@@ -31,13 +31,13 @@ if TYPE_CHECKING:  # pragma: no cover
 SOURCE = "measured-local"
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int,
+def matching_runs(catalog: "Catalog", runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int,
                   parallel: "ParallelPlan | None" = None) -> list[UserRun]:
     """The runs of ``est``'s deployment ``d``: its model, GPUs, engine and weight format, laid out and offloaded as
     ``d`` at tensor parallel size ``tp`` and layout ``parallel`` (``layout_differs``), without speculative decoding (an estimate with
     drafts plans on no run)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
-            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(r, d, tp, parallel)
+            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(catalog, r, d, tp, parallel)
             and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
@@ -95,8 +95,8 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
 ModelAt = Callable[[UserRun, MeasuredPoint], "ServingEstimate | None"]
 
 
-def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int, input_len: int,
-                   output_len: int, model_at: ModelAt,
+def with_user_runs(catalog: "Catalog", est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int,
+                   input_len: int, output_len: int, model_at: ModelAt,
                    differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {},
                    parallel: "ParallelPlan | None" = None) -> "ServingEstimate":
     """``est`` (of deployment ``d``, at tensor parallel size ``tp``) from the newest matching run (``matching_runs``)
@@ -106,7 +106,7 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Depl
     (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
     every matching run ran with other settings, the newest of them (pooled with those ``differ`` finds launched as it
     was) is used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
-    found = matching_runs(runs, est, d, tp, parallel)
+    found = matching_runs(catalog, runs, est, d, tp, parallel)
     if not found:
         return est
     same = [r for r in found if not differ(r)]
@@ -227,7 +227,7 @@ def as_profiles(runs: tuple[UserRun, ...], catalog: "Catalog") -> list[ServingPr
     for r in sorted((r for r in runs if not r.speculative_tokens), key=lambda r: (r.measured_on, r.id), reverse=True):
         group = next((g for g in groups if (g[0].model, g[0].accelerator, g[0].gpus, g[0].engine, g[0].quantization)
                       == (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
-                      and not layout_differs(r, run_deployment(g[0]), g[0].tensor_parallel_size)
+                      and not layout_differs(catalog, r, run_deployment(g[0]), g[0].tensor_parallel_size)
                       and not settings_differ(catalog, run_planned(catalog, g[0]), r)), None)
         if group is None:
             groups.append([r])
