@@ -1,6 +1,7 @@
 """The user's own measured runs, planned on: where a run of the same deployment (model, accelerator,
-GPUs, tensor parallel size, engine, weight format, what it was launched to keep in host RAM, and the
-engine settings it ran with) was measured without speculative decoding, its figures replace the model's.
+GPUs, tensor parallel size, pipeline stages, expert parallelism as the engine runs it, engine, weight format, CUDA
+graphs, what it was launched to keep in host RAM, and the engine settings it ran with; ``launch_match``) was
+measured without speculative decoding, its figures replace the model's.
 A run of the same deployment launched with other engine settings is used only nearly matching: the
 model at the run's own launch is scaled to it, and the estimate says which settings differ.
 
