@@ -111,3 +111,16 @@ def test_a_run_measured_only_above_what_the_cache_holds_is_named_as_not_used(tmp
     assert mine["own_runs"] == [f"measured profile user-run-1-2000-500 is not used: measured at 16–32 requests at "
                                 f"once, above the {held} the KV cache holds at 2,000/500 tokens a request"]
     assert mine["output_tokens_per_s_per_user"] == model["output_tokens_per_s_per_user"]
+
+
+def test_a_run_with_drafts_is_named_as_not_used(tmp_path):
+    db, csv, scenario = tmp_path / "runs.db", tmp_path / "run.csv", tmp_path / "s.yaml"
+    csv.write_text(CSV + "1,2000,500,40,4,240\n4,2000,500,45,5,780\n")
+    assert cli("measurements", "import", csv, *H100, "--speculative-tokens", 2, "--acceptance-rate", 0.7,
+               "--db", db).exit_code == 0
+    scenario.write_text(SCENARIO % ", cache_hit_rate: 0")
+    r = cli("plan", scenario, "--draws", "0", "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    (note,) = json.loads(r.stdout)["capacity"]["cell"]["own_runs"]
+    assert note.startswith("measured profile user-run-1-2000-500 is not used: it ran with drafts (2 draft tokens a step")
+    assert "which plan and search do not take as a profile" in note

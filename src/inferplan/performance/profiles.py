@@ -24,14 +24,19 @@ def find_profile(ctx: "ServingContext",
     its workload's lengths, launched as the deployment is planned (``launch_match.launch_differs``, its engine settings
     compared with ``stated``'s, the deployment as asked; a profile that states no launch, as shipped ones, matches
     any) and reaching a concurrency its KV cache holds (``beyond_cache``), and a note for each profile of the user's
-    runs (one that states its launch) of the same deployment that is not used: launched otherwise, measured at other
-    request lengths, drafting, prefix-cache hits, or only above what the cache holds."""
+    runs (one that states its launch) of the same deployment that is not used: one that ran with drafts, launched
+    otherwise, measured at other request lengths, planned drafting, prefix-cache hits, or only above what the cache
+    holds."""
     fit, w = ctx.mp.result, ctx.w
     tp = fit.parallel.tensor_parallel_size
     notes: list[str] = []
     for profile in ctx.catalog.serving_profiles:
         if (profile.model, profile.accelerator, profile.gpus, profile.engine, profile.quantization) != (
                 fit.model, fit.accelerator, fit.parallel.gpus, fit.engine, fit.quantization):
+            continue
+        if profile.launch is not None and profile.speculative is not None:  # a stored run that drafted
+            notes.append(f"measured profile {profile.id} is not used: it ran with drafts ({profile.speculative}), "
+                         "which plan and search do not take as a profile (it states no acceptance rate to plan on)")
             continue
         other_workload = workload_differs(profile, w)
         if other_workload:
