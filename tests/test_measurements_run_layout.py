@@ -47,19 +47,6 @@ def test_the_run_does_not_answer_another_layout_on_the_same_gpus(db, layout):
     assert perf(db, *layout)["source"] != "measured-local"
 
 
-def test_plan_names_the_layout_a_run_was_launched_with(db, tmp_path):
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text("name: two ranks\nmodel: qwen3-30b-a3b\nplatform: {gpu: h100-sxm, gpus: 2, quote_usd_per_system: 60000}\n"
-                        "cell: {tensor_parallel_size: 1, pipeline_parallel_size: 2}\n"
-                        "workload: {preset: chat-seat, cache_hit_rate: 0, input_tokens_per_request: 1024, "
-                        "output_tokens_per_request: 256, output_share: 0.2}\ntarget_users: 100\n")
-    r = cli("plan", scenario, "--draws", 0, "--db", db, "--json")
-    assert r.exit_code == 0, r.output
-    cell = json.loads(r.stdout)["capacity"]["cell"]
-    assert cell["source"] != "measured"
-    assert any("launched with pipeline_parallel_size 1, planned with 2" in n for n in cell["own_runs"])
-
-
 def test_experts_spread_on_a_dense_model_are_refused_at_import_as_fit_refuses_them(tmp_path):
     csv = tmp_path / "dense.csv"
     csv.write_text(CSV)
@@ -82,3 +69,20 @@ def test_vllms_expert_parallel_flag_on_one_gpu_is_the_launch_without_it(tmp_path
                 "--db", path, "--json")
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["source"] == "measured-local"
+
+
+@pytest.mark.parametrize("cell, said", [
+    ("{tensor_parallel_size: 1, pipeline_parallel_size: 2}", "launched in 1 pipeline stage, planned in 2"),
+    ("{tensor_parallel_size: 1, data_parallel_size: 2}", "launched with expert parallelism, planned without it")])
+def test_plan_names_the_layout_a_run_was_launched_with(db, tmp_path, cell, said):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: two ranks\nmodel: qwen3-30b-a3b\nplatform: {gpu: h100-sxm, gpus: 2, quote_usd_per_system: 60000}\n"
+                        f"cell: {cell}\n"
+                        "workload: {preset: chat-seat, cache_hit_rate: 0, input_tokens_per_request: 1024, "
+                        "output_tokens_per_request: 256, output_share: 0.2}\ntarget_users: 100\n")
+    r = cli("plan", scenario, "--draws", 0, "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    cell = json.loads(r.stdout)["capacity"]["cell"]
+    assert cell["source"] != "measured"
+    assert any(said in n for n in cell["own_runs"])  # in words a user reads, once
+    assert not any("is not used" in a for a in cell["assumptions"])

@@ -144,8 +144,26 @@ def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunc
 
 
 def differ_words(differs: dict[str, tuple]) -> list[str]:
-    """``launch_differs``' differences in words ("launched with max_num_seqs 8, planned with 1024")."""
-    def said(f: str, value: object) -> str:
+    """``launch_differs``' differences in words for the user ("launched at tensor parallel size 2, planned at 1";
+    "launched without expert parallelism, planned with it"; "launched with max_num_seqs 8, planned with 1024")."""
+    return [_differ_said(f, ran, planned) for f, (ran, planned) in differs.items()]
+
+
+# a switch that differs is on one side and off on the other: each said by how the run was launched
+SWITCHES = {("enable_expert_parallel", True): "launched with expert parallelism, planned without it",
+            ("enable_expert_parallel", False): "launched without expert parallelism, planned with it",
+            ("enforce_eager", True): "launched without CUDA graphs (enforce_eager), planned with them",
+            ("enforce_eager", False): "launched with CUDA graphs, planned without them (enforce_eager)"}
+
+
+def _differ_said(f: str, ran: object, planned: object) -> str:
+    if (f, ran) in SWITCHES:
+        return SWITCHES[f, ran]
+    if f == "tensor_parallel_size":
+        return f"launched at tensor parallel size {ran}, planned at {planned}"
+    if f == "pipeline_parallel_size":
+        return f"launched in {ran} pipeline stage{'s' if ran != 1 else ''}, planned in {planned}"
+
+    def said(value: object) -> str:
         return ("none" if f in LAUNCH_OFFLOAD else "the engine's default") if value is None else str(value)
-    return [f"launched with {f} {said(f, ran)}, planned with {said(f, planned)}"
-            for f, (ran, planned) in differs.items()]
+    return f"launched with {f} {said(ran)}, planned with {said(planned)}"
