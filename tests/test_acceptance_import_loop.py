@@ -122,7 +122,9 @@ def test_perf_and_plan_do_not_take_a_drafting_run_for_one_without_drafts(tmp_pat
     from inferplan.performance.local_runs import as_profiles
     from inferplan.store import Store
 
-    assert {p.id for p in as_profiles(Store(db).user_runs(), load_catalog())} == {"user-run-2-1024-256"}
+    drafts = {p.id: p.speculative for p in as_profiles(Store(db).user_runs(), load_catalog())}
+    assert drafts["user-run-2-1024-256"] is None  # the drafted run's profile states its drafts: plan names it unused
+    assert drafts["user-run-1-1024-256"].startswith("2 draft tokens a step")
 
 
 def test_the_api_stores_and_refuses_them_as_the_cli_does(tmp_path):

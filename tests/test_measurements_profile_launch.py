@@ -46,8 +46,9 @@ def test_a_profile_from_a_run_of_another_launch_does_not_drive_the_estimate(cata
     est = estimate(D, W, mine)
     assert est.source != "measured"
     assert est == estimate(D, W, catalog).model_copy(update={"assumptions": est.assumptions})
-    field = next(iter(stated))
-    assert any("user-run-1-1024-256 is not used" in a and f"launched with {field}" in a for a in est.assumptions)
+    said = {"max_num_seqs": "launched with max_num_seqs", "enforce_eager": "launched without CUDA graphs (enforce_eager)",
+            "kv_cache_dtype": "launched with kv_cache_dtype"}[next(iter(stated))]
+    assert any("user-run-1-1024-256 is not used" in a and said in a for a in est.assumptions)
 
 
 @pytest.mark.parametrize("stated", [{}, {"max_num_seqs": 8}, {"enforce_eager": True}, {"kv_cache_dtype": "fp8"}])
@@ -64,15 +65,15 @@ def test_a_profile_at_another_tensor_parallel_size_is_not_used(catalog):
     pp2 = estimate(D.model_copy(update={"gpus": 2, "tensor_parallel_size": 1, "pipeline_parallel_size": 2}), W, mine)
     assert tp2.source == "measured" and tp2.tpot_s == pytest.approx(0.00841)
     assert pp2.source != "measured"
-    assert any("launched with tensor_parallel_size 2, planned with 1" in a for a in pp2.assumptions)
+    assert any("launched at tensor parallel size 2, planned at 1" in a for a in pp2.assumptions)
 
 
-def test_a_launch_with_experts_in_host_ram_is_another_launch():
+def test_a_launch_with_experts_in_host_ram_is_another_launch(catalog):
     """--n-cpu-moe keeps experts in host RAM: a profile measured so is of another launch than one on the GPUs alone."""
     launch = ProfileLaunch(tensor_parallel_size=1, n_cpu_moe=20)
     d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m")
-    assert layout_differs(launch, d, 1) == {"n_cpu_moe": (20, None)}
-    assert layout_differs(launch, d.model_copy(update={"n_cpu_moe": 20}), 1) == {}
+    assert layout_differs(catalog, launch, d, 1) == {"n_cpu_moe": (20, None)}
+    assert layout_differs(catalog, launch, d.model_copy(update={"n_cpu_moe": 20}), 1) == {}
 
 
 def test_runs_of_two_launches_make_two_profiles_each_stating_its_launch(catalog):
@@ -112,8 +113,9 @@ def test_plan_sizes_a_cell_on_a_run_only_at_the_runs_tensor_parallel_size(tmp_pa
     # TP 1 in two stages on the same GPUs: the model's figures, and the run named as not used
     assert other["output_tokens_per_s_per_user"] == pytest.approx(model_pp2["output_tokens_per_s_per_user"], rel=1e-9)
     assert other["concurrency_at_target"] == model_pp2["concurrency_at_target"]
-    assert any("user-run-1-2000-500 is not used" in a and "tensor_parallel_size 2, planned with 1" in a
-               for a in other["assumptions"])
+    (note,) = other["own_runs"]  # said once, beside the headline figures, not again among the assumptions
+    assert "user-run-1-2000-500 is not used" in note and "launched at tensor parallel size 2, planned at 1" in note
+    assert not any("user-run-1-2000-500 is not used" in a for a in other["assumptions"])
 
 
 @pytest.mark.parametrize("flags", [["--max-num-seqs", 8], ["--enforce-eager"]])

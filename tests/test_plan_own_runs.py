@@ -87,3 +87,40 @@ def test_each_search_pick_names_your_run_of_its_deployment(tmp_path, kv, said):
     assert r.exit_code == 0, r.output
     picks = json.loads(r.stdout)["results"]
     assert picks and all(any(n.startswith(said) or said in n for n in p["notes"]) for p in picks)
+
+
+def test_a_run_measured_only_above_what_the_cache_holds_is_named_as_not_used(tmp_path):
+    """70B in FP8 on one H100 holds 8 requests of 2,000/500 tokens: a run at 16 and 32 answers none of its levels,
+    so the plan's figures are the calibrated model's and the note says why, not that the run sized it."""
+    db, csv, scenario = tmp_path / "runs.db", tmp_path / "run.csv", tmp_path / "s.yaml"
+    csv.write_text(CSV + "16,2000,500,900,40,380\n32,2000,500,1500,60,500\n")
+    assert cli("measurements", "import", csv, "--model", "llama-3.1-70b", "--gpu", "h100", "--engine", "vllm",
+               "--quantization", "fp8", "--db", db).exit_code == 0
+    scenario.write_text("name: 70b\nmodel: llama-3.1-70b\nquantization: fp8\nplatform: {gpu: h100-sxm, gpus: 1, "
+                        "quote_usd_per_system: 30000}\nworkload: {preset: chat-seat, cache_hit_rate: 0}\n"
+                        "target_users: 100\n")
+
+    def cell(path):
+        r = cli("plan", scenario, "--draws", "0", "--db", path, "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["capacity"]["cell"]
+
+    mine, model = cell(db), cell(tmp_path / "empty.db")
+    held = mine["kv_max_concurrency"]
+    assert held < 16
+    assert mine["own_runs"] == [f"measured profile user-run-1-2000-500 is not used: measured at 16–32 requests at "
+                                f"once, above the {held} the KV cache holds at 2,000/500 tokens a request"]
+    assert mine["output_tokens_per_s_per_user"] == model["output_tokens_per_s_per_user"]
+
+
+def test_a_run_with_drafts_is_named_as_not_used(tmp_path):
+    db, csv, scenario = tmp_path / "runs.db", tmp_path / "run.csv", tmp_path / "s.yaml"
+    csv.write_text(CSV + "1,2000,500,40,4,240\n4,2000,500,45,5,780\n")
+    assert cli("measurements", "import", csv, *H100, "--speculative-tokens", 2, "--acceptance-rate", 0.7,
+               "--db", db).exit_code == 0
+    scenario.write_text(SCENARIO % ", cache_hit_rate: 0")
+    r = cli("plan", scenario, "--draws", "0", "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    (note,) = json.loads(r.stdout)["capacity"]["cell"]["own_runs"]
+    assert note.startswith("measured profile user-run-1-2000-500 is not used: it ran with drafts (2 draft tokens a step")
+    assert "which plan and search do not take as a profile" in note

@@ -137,6 +137,11 @@ class EngineDefaults(Frozen):
     # copies that divide (SGLang --ep-num-redundant-experts); None: the remainder goes to some ranks
     expert_parallel_redundant: bool | None = None
     expert_parallel_redundant_source: str | None = None
+    # the expert-parallel flag takes effect only where the MoE layers span more than one GPU (TP x DP > 1): on one
+    # such GPU the engine runs the same MoE layers with or without it, so a run launched with it there is the launch
+    # of one without (``performance/launch_match.py``); None: not stated, the flag compared as given
+    expert_parallel_needs_ranks: bool | None = None
+    expert_parallel_needs_ranks_source: str | None = None
     # without expert parallelism the MoE layers shard the routed experts over one tensor-parallel group of
     # TP x DP GPUs (vLLM: FusedMoEParallelConfig flattens TP across DP), so each GPU holds 1/(TP x DP) of
     # them (their widths split that far), for the tokens of every rank, all-gathered to it and reduce-scattered

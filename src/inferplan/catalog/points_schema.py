@@ -205,7 +205,7 @@ class ServingProfile(Frozen):
     quantization: str
     input_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
-    speculative: str | None = None  # e.g. "MTP"
+    speculative: str | None = None  # e.g. "MTP"; a stored run's (one with a launch): its drafts, never planned on
     split: Literal["fit", "holdout"] = "holdout"  # fit: may calibrate the model's constants
     points: tuple[ProfilePoint, ...] = Field(min_length=1)
     caveats: tuple[str, ...] = ()

@@ -16,7 +16,8 @@ from inferplan.errors import CatalogError
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
-                        "pp_batch_limits", "captures_decode_graphs", "draft_model_memory_counted", "expert_parallel", "expert_parallel_redundant", "moe_tp_spans_data_parallel",
+                        "pp_batch_limits", "captures_decode_graphs", "draft_model_memory_counted", "expert_parallel", "expert_parallel_redundant", "expert_parallel_needs_ranks",
+                        "moe_tp_spans_data_parallel",
                         "pads_gemm_rows", "weight_only_gemm_row_blocks", "multi_gpu_split",
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",

@@ -180,7 +180,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     drafted, cell = cell, with_draft_running_stated(cell, catalog)
     launch = (running_stated_note(catalog, cell),) if cell is not drafted else ()
     ctx = ServingContext(catalog, cell, shape)
-    profile, skipped = find_profile(ctx, stated)  # a profile of another launch is not used, and said so
+    profile, skipped = find_profile(ctx, stated)  # a run not used is said so once, in own_runs
 
     def at(c: int) -> ServingEstimate:
         e = estimate_at(ctx, c)
@@ -209,7 +209,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
+        meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions),
         stated_max_num_seqs=cell.max_num_seqs if cell.max_num_seqs != stated.max_num_seqs else None,
         own_runs=own_run_words(profile, skipped),
     )

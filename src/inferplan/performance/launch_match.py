@@ -110,19 +110,29 @@ def launched_offload(x: "UserRun | ProfileLaunch | Deployment") -> tuple:
 NO_OFFLOAD = (None,) * len(LAUNCH_OFFLOAD)  # launched_offload of a run or deployment that states none
 
 
-def layout_differs(x: "UserRun | ProfileLaunch", d: Deployment, tp: int,
+def layout_differs(catalog: "Catalog", x: "UserRun | ProfileLaunch", d: Deployment, tp: int,
                    parallel: "ParallelPlan | None" = None) -> dict[str, tuple]:
     """How ``x`` (a run, or a profile's launch) was laid out and launched to use host RAM where ``d``, planned at
     tensor parallel size ``tp`` (and ``parallel``, the memory plan's layout, where one is planned; else ``d``'s
     stated one), is not: its TP size, pipeline stages, experts spread or not (on the same GPUs these three fix
-    the data-parallel ranks), CUDA graphs (enforce_eager) and offload (``LAUNCH_OFFLOAD``), each as (``x``'s,
-    ``d``'s). Empty: the same layout and offload."""
+    the data-parallel ranks; experts spread as the engine runs them, ``experts_spread``), CUDA graphs (enforce_eager)
+    and offload (``LAUNCH_OFFLOAD``), each as (``x``'s, ``d``'s). Empty: the same layout and offload."""
     pp = parallel.pipeline_parallel_size if parallel else d.pipeline_parallel_size
+    gpus = parallel.gpus if parallel else (d.gpus or tp * pp * (d.data_parallel_size or 1))
     ep = parallel.expert_parallel if parallel else d.enable_expert_parallel
+    ep_pair = tuple(experts_spread(catalog, d.engine, spread, gpus // stages)
+                    for spread, stages in ((x.enable_expert_parallel, x.pipeline_parallel_size), (ep, pp)))
     pairs = {"tensor_parallel_size": (x.tensor_parallel_size, tp), "pipeline_parallel_size": (x.pipeline_parallel_size, pp),
-             "enable_expert_parallel": (x.enable_expert_parallel, ep), "enforce_eager": (x.enforce_eager, d.enforce_eager),
+             "enable_expert_parallel": ep_pair, "enforce_eager": (x.enforce_eager, d.enforce_eager),
              **{f: (getattr(x, f), getattr(d, f)) for f in LAUNCH_OFFLOAD}}
     return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
+
+
+def experts_spread(catalog: "Catalog", engine: str, enable_expert_parallel: bool, moe_gpus: int) -> bool:
+    """Whether ``engine`` launched with ``enable_expert_parallel`` spreads the experts, its MoE layers over
+    ``moe_gpus`` GPUs (TP x DP: on the same GPUs, the GPUs over the pipeline stages): not on one GPU where its
+    flag takes effect only over several (engines.yaml ``expert_parallel_needs_ranks``)."""
+    return enable_expert_parallel and (moe_gpus > 1 or not catalog.engine(engine).expert_parallel_needs_ranks)
 
 
 def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunch", tp: int, *,
@@ -130,12 +140,30 @@ def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunc
     """Every way ``x`` (a run, or a profile's launch) was launched that ``d`` is not planned with: its layout and
     offload (``layout_differs``), else its engine settings as the engine runs them (``settings_differ``). Empty: the
     same launch."""
-    return layout_differs(x, d, tp, parallel) or settings_differ(catalog, d, x, stated=stated)
+    return layout_differs(catalog, x, d, tp, parallel) or settings_differ(catalog, d, x, stated=stated)
 
 
 def differ_words(differs: dict[str, tuple]) -> list[str]:
-    """``launch_differs``' differences in words ("launched with max_num_seqs 8, planned with 1024")."""
-    def said(f: str, value: object) -> str:
+    """``launch_differs``' differences in words for the user ("launched at tensor parallel size 2, planned at 1";
+    "launched without expert parallelism, planned with it"; "launched with max_num_seqs 8, planned with 1024")."""
+    return [_differ_said(f, ran, planned) for f, (ran, planned) in differs.items()]
+
+
+# a switch that differs is on one side and off on the other: each said by how the run was launched
+SWITCHES = {("enable_expert_parallel", True): "launched with expert parallelism, planned without it",
+            ("enable_expert_parallel", False): "launched without expert parallelism, planned with it",
+            ("enforce_eager", True): "launched without CUDA graphs (enforce_eager), planned with them",
+            ("enforce_eager", False): "launched with CUDA graphs, planned without them (enforce_eager)"}
+
+
+def _differ_said(f: str, ran: object, planned: object) -> str:
+    if (f, ran) in SWITCHES:
+        return SWITCHES[f, ran]
+    if f == "tensor_parallel_size":
+        return f"launched at tensor parallel size {ran}, planned at {planned}"
+    if f == "pipeline_parallel_size":
+        return f"launched in {ran} pipeline stage{'s' if ran != 1 else ''}, planned in {planned}"
+
+    def said(value: object) -> str:
         return ("none" if f in LAUNCH_OFFLOAD else "the engine's default") if value is None else str(value)
-    return [f"launched with {f} {said(f, ran)}, planned with {said(f, planned)}"
-            for f, (ran, planned) in differs.items()]
+    return f"launched with {f} {said(ran)}, planned with {said(planned)}"

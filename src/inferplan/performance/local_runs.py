@@ -1,6 +1,7 @@
 """The user's own measured runs, planned on: where a run of the same deployment (model, accelerator,
-GPUs, tensor parallel size, engine, weight format, what it was launched to keep in host RAM, and the
-engine settings it ran with) was measured without speculative decoding, its figures replace the model's.
+GPUs, tensor parallel size, pipeline stages, expert parallelism as the engine runs it, engine, weight format, CUDA
+graphs, what it was launched to keep in host RAM, and the engine settings it ran with; ``launch_match``) was
+measured without speculative decoding, its figures replace the model's.
 A run of the same deployment launched with other engine settings is used only nearly matching: the
 model at the run's own launch is scaled to it, and the estimate says which settings differ.
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Callable
 from inferplan.catalog.points_schema import ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.inputs.deployment import Deployment
 from inferplan.performance.launch_match import differ_words, launched_settings, layout_differs, run_release, settings_differ
-from inferplan.performance.run_record import LAUNCH_OFFLOAD, MeasuredPoint, UserRun, run_deployment
+from inferplan.performance.run_record import LAUNCH_OFFLOAD, RUN_DRAFTS, MeasuredPoint, UserRun, run_deployment
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
@@ -31,13 +32,13 @@ if TYPE_CHECKING:  # pragma: no cover
 SOURCE = "measured-local"
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int,
+def matching_runs(catalog: "Catalog", runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int,
                   parallel: "ParallelPlan | None" = None) -> list[UserRun]:
     """The runs of ``est``'s deployment ``d``: its model, GPUs, engine and weight format, laid out and offloaded as
     ``d`` at tensor parallel size ``tp`` and layout ``parallel`` (``layout_differs``), without speculative decoding (an estimate with
     drafts plans on no run)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
-            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(r, d, tp, parallel)
+            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(catalog, r, d, tp, parallel)
             and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
@@ -95,8 +96,8 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
 ModelAt = Callable[[UserRun, MeasuredPoint], "ServingEstimate | None"]
 
 
-def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int, input_len: int,
-                   output_len: int, model_at: ModelAt,
+def with_user_runs(catalog: "Catalog", est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int,
+                   input_len: int, output_len: int, model_at: ModelAt,
                    differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {},
                    parallel: "ParallelPlan | None" = None) -> "ServingEstimate":
     """``est`` (of deployment ``d``, at tensor parallel size ``tp``) from the newest matching run (``matching_runs``)
@@ -106,7 +107,7 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Depl
     (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
     every matching run ran with other settings, the newest of them (pooled with those ``differ`` finds launched as it
     was) is used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
-    found = matching_runs(runs, est, d, tp, parallel)
+    found = matching_runs(catalog, runs, est, d, tp, parallel)
     if not found:
         return est
     same = [r for r in found if not differ(r)]
@@ -222,12 +223,14 @@ def as_profiles(runs: tuple[UserRun, ...], catalog: "Catalog") -> list[ServingPr
     levels with TPOT and output tokens/s: what the planner's capacity search (``plan``) and ``search`` interpolate,
     as they do the shipped profiles. Each states its launch (``run_as_launched``), so it applies only to a deployment
     launched the same way (``profiles.find_profile``). Their ids (``user-run-<id>-<input>-<output>``) name the
-    newest run. A run with speculative decoding makes none (a profile states no draft tokens or acceptance rate)."""
+    newest run. A run with speculative decoding makes one that states its drafts (``speculative``), pooled only with
+    runs of the same drafts, which ``find_profile`` names as not used: a profile states no acceptance rate to plan
+    drafts on."""
     groups: list[list[UserRun]] = []
-    for r in sorted((r for r in runs if not r.speculative_tokens), key=lambda r: (r.measured_on, r.id), reverse=True):
+    for r in sorted(runs, key=lambda r: (r.measured_on, r.id), reverse=True):
         group = next((g for g in groups if (g[0].model, g[0].accelerator, g[0].gpus, g[0].engine, g[0].quantization)
-                      == (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
-                      and not layout_differs(r, run_deployment(g[0]), g[0].tensor_parallel_size)
+                      == (r.model, r.accelerator, r.gpus, r.engine, r.quantization) and _drafts(g[0]) == _drafts(r)
+                      and not layout_differs(catalog, r, run_deployment(g[0]), g[0].tensor_parallel_size)
                       and not settings_differ(catalog, run_planned(catalog, g[0]), r)), None)
         if group is None:
             groups.append([r])
@@ -245,6 +248,7 @@ def as_profiles(runs: tuple[UserRun, ...], catalog: "Catalog") -> list[ServingPr
             profiles.append(ServingProfile(
                 id=f"user-run-{run.id}-{inp}-{out}", model=run.model, accelerator=run.accelerator, gpus=run.gpus,
                 engine=run.engine, quantization=run.quantization, input_tokens=inp, output_tokens=out,
+                speculative=_drafts_words(run),
                 caveats=(f"{_label(run)}: {run.engine} {run.engine_version}",), launch=run_as_launched(run),
                 points=tuple(ProfilePoint(
                     concurrency=p.concurrency,
@@ -252,3 +256,15 @@ def as_profiles(runs: tuple[UserRun, ...], catalog: "Catalog") -> list[ServingPr
                     output_tokens_per_s_per_gpu={"value": p.output_tokens_per_s_total / run.gpus, **source},
                     ttft_s={"value": p.ttft_s, **source} if p.ttft_s else None) for p in points)))
     return profiles
+
+
+def _drafts(run: UserRun) -> tuple:
+    return tuple(getattr(run, f) for f in RUN_DRAFTS) if run.speculative_tokens else ()
+
+
+def _drafts_words(run: UserRun) -> str | None:
+    """The drafts ``run`` ran with, as its profile states them (None: none)."""
+    if not run.speculative_tokens:
+        return None
+    how = f", {run.speculative_method}" if run.speculative_method else ""
+    return f"{run.speculative_tokens} draft tokens a step{how}"

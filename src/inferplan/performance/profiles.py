@@ -23,14 +23,20 @@ def find_profile(ctx: "ServingContext",
     """The first measured profile of ``ctx``'s deployment (model, accelerator, GPU count, engine, weight format) at
     its workload's lengths, launched as the deployment is planned (``launch_match.launch_differs``, its engine settings
     compared with ``stated``'s, the deployment as asked; a profile that states no launch, as shipped ones, matches
-    any), and a note for each profile of the user's runs (one that states its launch) of the same deployment that is
-    not used: launched otherwise, or measured at other request lengths, drafting, or prefix-cache hits."""
+    any) and reaching a concurrency its KV cache holds (``beyond_cache``), and a note for each profile of the user's
+    runs (one that states its launch) of the same deployment that is not used: one that ran with drafts, launched
+    otherwise, measured at other request lengths, planned drafting, prefix-cache hits, or only above what the cache
+    holds."""
     fit, w = ctx.mp.result, ctx.w
     tp = fit.parallel.tensor_parallel_size
     notes: list[str] = []
     for profile in ctx.catalog.serving_profiles:
         if (profile.model, profile.accelerator, profile.gpus, profile.engine, profile.quantization) != (
                 fit.model, fit.accelerator, fit.parallel.gpus, fit.engine, fit.quantization):
+            continue
+        if profile.launch is not None and profile.speculative is not None:  # a stored run that drafted
+            notes.append(f"measured profile {profile.id} is not used: it ran with drafts ({profile.speculative}), "
+                         "which plan and search do not take as a profile (it states no acceptance rate to plan on)")
             continue
         other_workload = workload_differs(profile, w)
         if other_workload:
@@ -39,11 +45,29 @@ def find_profile(ctx: "ServingContext",
             continue
         differs = (launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated, parallel=fit.parallel)
                    if profile.launch else {})
-        if not differs:
+        if differs:
+            notes.append(f"measured profile {profile.id} is not used, being of another launch: "
+                         f"{'; '.join(differ_words(differs))}")
+        elif beyond_cache(ctx, profile):
+            if profile.launch is not None:
+                notes.append(f"measured profile {profile.id} is not used: {beyond_cache_words(ctx, profile)}")
+        else:
             return profile, tuple(notes)
-        notes.append(f"measured profile {profile.id} is not used, being of another launch: "
-                     f"{'; '.join(differ_words(differs))}")
     return None, tuple(notes)
+
+
+def beyond_cache(ctx: "ServingContext", profile: ServingProfile) -> bool:
+    """Whether even ``profile``'s lowest measured concurrency is more than ``ctx``'s KV cache holds at its lengths: it
+    then answers no concurrency the deployment reaches (``serving.with_profile`` scales the model below a profile's
+    range only to a measured point the cache holds)."""
+    return profile_range(profile)[0] > ctx.max_concurrency()
+
+
+def beyond_cache_words(ctx: "ServingContext", profile: ServingProfile) -> str:
+    lo, hi = profile_range(profile)
+    levels = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    return (f"measured at {levels} requests at once, above the {ctx.max_concurrency():,} the KV cache holds at "
+            f"{ctx.w.input_len:,}/{ctx.w.output_len:,} tokens a request")
 
 
 def own_runs(ctx: "ServingContext", stated: "Deployment | None" = None) -> tuple[str, ...]:

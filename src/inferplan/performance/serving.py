@@ -235,7 +235,7 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
             return None
 
     par = ctx.mp.result.parallel
-    return with_user_runs(est, user_runs, d=ctx.d, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
+    return with_user_runs(ctx.catalog, est, user_runs, d=ctx.d, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
                           output_len=ctx.w.output_len, model_at=model_at,
                           differ=lambda run: settings_differ(ctx.catalog, ctx.d, run, stated=stated), parallel=par)
 
