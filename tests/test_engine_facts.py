@@ -1,7 +1,8 @@
-"""Engine facts read from engines.yaml, not keyed on engine ids in code: which engines run their maths in
-16 bits (``matmul_in_16_bit``), which back ends an engine has and where each runs (``backends``), and which
+"""Engine facts read from engines.yaml, not keyed on engine ids in code: which engines the speed model prices
+at the 16-bit rate (``priced_at_16_bit``), which back ends an engine has and where each runs (``backends``), and which
 engine a deployment that names none is planned on (``default_on``)."""
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -23,19 +24,27 @@ FP8 = CATALOG.quantization("fp8")
 @pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
 def test_engines_stated_16_bit_compute_fp8_weights_and_attend_in_16_bits(engine):
     record = CATALOG.engine(engine)
-    assert record.matmul_in_16_bit and record.matmul_in_16_bit_source in CATALOG.sources
+    assert record.priced_at_16_bit and record.priced_at_16_bit_source in CATALOG.sources
     dtype, note = compute_dtype(H100, FP8, record)
     assert dtype == "bf16" and "dequantizes fp8 weights" in note
     assert attention_dtype(H100, "fp8", record) == "bf16"
 
 
+@pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
+def test_16_bit_pricing_is_a_stated_modelling_choice_from_a_pinned_source(engine):
+    record = CATALOG.engine(engine)
+    url = CATALOG.sources[record.priced_at_16_bit_source].url
+    assert re.search(r"/blob/[0-9a-f]{40}/", url), url
+    assert "modelling choice (assumed)" in record.priced_at_16_bit_note
+
+
 def test_an_engine_not_stated_16_bit_runs_fp8_natively():
     vllm = CATALOG.engine("vllm")
-    assert not vllm.matmul_in_16_bit
+    assert not vllm.priced_at_16_bit
     assert compute_dtype(H100, FP8, vllm) == ("fp8", None)
     assert attention_dtype(H100, "fp8", vllm) == "fp8"
     # the same record with the fact stated computes in 16 bits: the data, not the id, decides
-    stated = vllm.model_copy(update={"matmul_in_16_bit": True})
+    stated = vllm.model_copy(update={"priced_at_16_bit": True})
     assert compute_dtype(H100, FP8, stated)[0] == "bf16"
 
 

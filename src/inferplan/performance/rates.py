@@ -78,8 +78,8 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: EngineDefault
                   release: str | None = None) -> tuple[str, str | None]:
     """The dtype the matrix maths runs in, and a note when it is a fallback (``release``: the engine's, None
     its current one; an emulated fallback is named as such; an engine whose maths runs in 16 bits whatever
-    the format, engines.yaml ``matmul_in_16_bit``, in 16 bits)."""
-    if engine.matmul_in_16_bit:
+    the format, engines.yaml ``priced_at_16_bit``, in 16 bits)."""
+    if engine.priced_at_16_bit:
         dtype = _sixteen_bit(accel, "fp16")
         note = None if quant.native_format is None else f"{engine.id} dequantizes {quant.id} weights: math runs in {dtype}"
         return dtype, note
@@ -110,9 +110,9 @@ def _lacks(accel: Accelerator, quant: Quantization) -> str:
 def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: EngineDefaults) -> str:
     """The dtype attention's matrix products (QK^T, PV) run in: the KV cache's, 16 bits unless the
     cache is FP8 on an accelerator with native FP8 (FP8 attention kernels) and the engine's maths is not
-    16-bit throughout (``matmul_in_16_bit``). Never the weights' 4-bit or 8-bit integer format: a
+    16-bit throughout (``priced_at_16_bit``). Never the weights' 4-bit or 8-bit integer format: a
     W4/FP4/INT8 checkpoint still attends in 16 bits."""
-    if not engine.matmul_in_16_bit and kv_dtype == "fp8" and "fp8" in accel.native_formats:
+    if not engine.priced_at_16_bit and kv_dtype == "fp8" and "fp8" in accel.native_formats:
         return "fp8"
     return _sixteen_bit(accel, "bf16")
 
