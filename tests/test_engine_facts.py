@@ -110,3 +110,21 @@ def test_activations_move_in_the_catalogued_bytes_per_value():
     assert work.activation_bytes == 2 and work.moe_dispatch_bytes_per_token > 0
     rates = rates_for(CATALOG, H100, CATALOG.quantization("bf16"), "vllm", None)
     assert stage_hop_s(replace(work, activation_bytes=4), rates, 100) > stage_hop_s(work, rates, 100)
+
+
+def test_a_catalogue_with_other_activation_bytes_moves_that_many_per_value():
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.work import model_work
+    from inferplan.validation.offload_fit import with_constant
+
+    # DeepSeek-V4-Flash: routed experts dispatch their tokens' hidden states and hyper-connection seams
+    # move the residual streams, both counted in the catalogue's bytes per activation value
+    mp = plan_memory(Deployment(model="deepseek-v4-flash", gpu="b200", gpus=4, tensor_parallel_size=4,
+                                max_model_len=8192), CATALOG)
+    two = model_work(mp, CATALOG)
+    four = model_work(mp, with_constant(CATALOG, "activation-bytes", 4))
+    assert (two.activation_bytes, four.activation_bytes) == (2, 4)
+    assert two.moe_dispatch_bytes_per_token > 0 and two.hc_bytes_per_token > 0
+    assert four.moe_dispatch_bytes_per_token == pytest.approx(2 * two.moe_dispatch_bytes_per_token)
+    assert four.hc_bytes_per_token == pytest.approx(2 * two.hc_bytes_per_token)
