@@ -7,10 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from inferplan.catalog.engine_schema import EngineBackend
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.references import check_default_engines
 from inferplan.catalog.schema_base import Software
 from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.inputs.workload import Workload
 from inferplan.memory.hardware import default_engine
 from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype, rates_for
 
@@ -58,6 +60,16 @@ def test_llamacpp_back_ends_follow_the_catalogue():
         check_backend(llamacpp, "metal", H100)
     assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
     check_backend(llamacpp, "vulkan", H100)
+
+
+def test_a_back_end_the_catalogue_lists_is_taken_and_one_it_does_not_is_refused_naming_those_it_does():
+    llamacpp = CATALOG.engine("llamacpp")
+    asked = Workload(backend="opencl").backend  # not a list in code: the engine's record decides
+    with pytest.raises(InvalidScenarioError) as err:
+        check_backend(llamacpp, asked, H100, (llamacpp,))
+    assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
+    listed = llamacpp.model_copy(update={"backends": (*llamacpp.backends, EngineBackend(id="opencl", runs_on=("cuda",)))})
+    check_backend(listed, asked, H100, (listed,))
 
 
 def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():

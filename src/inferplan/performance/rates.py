@@ -167,8 +167,9 @@ def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerato
                                    allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
     usable = engine.backends_on(accel.software)
     if backend not in usable:
-        raise InvalidScenarioError(f"{engine.short_name}'s {backend} back end does not run on {accel.name} "
-                                   f"({accel.software.value})", field="backend",
+        why = (f"{engine.short_name}'s {backend} back end does not run on {accel.name} ({accel.software.value})"
+               if backend in {b.id for b in engine.backends} else f"{engine.short_name} has no {backend} back end")
+        raise InvalidScenarioError(why, field="backend",
                                    allowed=" | ".join(usable) or f"none: {engine.id} has no back end for this accelerator")
 
 
