@@ -20,6 +20,8 @@ from inferplan.catalog.schema import Accelerator, ComputeDtype
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 
+# a fitted per-request cost at pipeline stage boundaries, per engine (calibration.yaml; Rates.pipeline_hop_s_per_request)
+PIPELINE_HOP_CONSTANT = "pipeline-hop-s-per-request-{}"
 _DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
 
 
@@ -267,7 +269,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     # ones (Rates.family keeps the calibration family, whose track record the estimate quotes)
     fitted = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
-    hop = constants.get(f"pipeline-hop-s-per-request-{engine}")
+    hop = constants.get(PIPELINE_HOP_CONSTANT.format(engine))
     return Rates(
         compute_dtype=dtype,
         peak_flop_per_s=peak_flops(accel, dtype),
