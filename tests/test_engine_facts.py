@@ -57,9 +57,9 @@ def test_llamacpp_back_ends_follow_the_catalogue():
     assert llamacpp.backends_on(H100.software) == ("cuda", "vulkan")
     assert calibration_family(llamacpp, "vulkan", MI300X) == "llamacpp-vulkan"
     with pytest.raises(InvalidScenarioError) as err:
-        check_backend(llamacpp, "metal", H100)
+        check_backend(llamacpp, "metal", H100, (llamacpp,))
     assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
-    check_backend(llamacpp, "vulkan", H100)
+    check_backend(llamacpp, "vulkan", H100, (llamacpp,))
 
 
 def test_a_back_end_the_catalogue_lists_is_taken_and_one_it_does_not_is_refused_naming_those_it_does():
@@ -79,6 +79,11 @@ def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
     with pytest.raises(InvalidScenarioError) as err:
         check_backend(CATALOG.engine("vllm"), "cuda", H100, with_backends)
     assert "--engine llamacpp" in err.value.allowed and "only llama.cpp has" in str(err.value)
+    with pytest.raises(TypeError):  # the engines that have back ends are the caller's to give, never left out
+        check_backend(CATALOG.engine("vllm"), "cuda", H100)
+    with pytest.raises(InvalidScenarioError) as none:
+        check_backend(CATALOG.engine("vllm"), "cuda", H100, ())
+    assert str(none.value).startswith("no engine has selectable back ends") and none.value.allowed == "leave it out"
 
 
 def test_the_default_engine_by_software_stack_is_data():

@@ -157,13 +157,14 @@ def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accel
 
 
 def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerator,
-                  with_backends: tuple[EngineDefaults, ...] = ()) -> None:
-    """A back end is asked of an engine with selectable back ends (``with_backends``: the engines that have
-    them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
+                  with_backends: tuple[EngineDefaults, ...]) -> None:
+    """A back end is asked of an engine with selectable back ends (``with_backends``: the catalogue's engines
+    that have them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
     if backend is None:
         return
     if not engine.backends:
-        raise InvalidScenarioError(f"only {' and '.join(e.short_name for e in with_backends) or 'no engine'} has selectable back ends (asked "
+        having = f"only {' and '.join(e.short_name for e in with_backends)} has" if with_backends else "no engine has"
+        raise InvalidScenarioError(f"{having} selectable back ends (asked "
                                    f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
                                    f"({accel.software.value})", field="backend",
                                    allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
