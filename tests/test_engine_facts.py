@@ -3,6 +3,7 @@ at the 16-bit rate (``priced_at_16_bit``), which back ends an engine has and whe
 engine a deployment that names none is planned on (``default_on``)."""
 
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -145,3 +146,21 @@ def test_a_catalogue_with_other_activation_bytes_moves_that_many_per_value():
     assert two.moe_dispatch_bytes_per_token > 0 and two.hc_bytes_per_token > 0
     assert four.moe_dispatch_bytes_per_token == pytest.approx(2 * two.moe_dispatch_bytes_per_token)
     assert four.hc_bytes_per_token == pytest.approx(2 * two.hc_bytes_per_token)
+
+
+def _names(software: Software) -> tuple[str, ...]:
+    return ("apple", "metal") if software == Software.METAL else (software.value,)
+
+
+def test_a_default_engines_note_says_it_does_not_run_only_where_it_does_not():
+    for engine in (e for e in CATALOG.engines if e.default_on_note):
+        for clause in (c.lower() for c in engine.default_on_note.split(";") if "does not run" in c):
+            assert not [s for s in engine.runs_on if any(n in clause for n in _names(s))], (engine.id, clause)
+
+
+def test_the_memory_docs_name_every_stack_a_default_engine_is_planned_on():
+    text = (Path(__file__).parents[1] / "docs" / "memory.md").read_text()
+    paragraph = text.split("A deployment that names no engine", 1)[1].split("\n\n", 1)[0].lower()
+    for engine in (e for e in CATALOG.engines if e.default_on):
+        assert engine.short_name.lower() in paragraph
+        assert all(any(n in paragraph for n in _names(s)) for s in engine.default_on), engine.id
