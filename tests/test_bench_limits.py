@@ -148,8 +148,11 @@ def test_a_tool_chosen_limit_beside_a_stated_one_fails_to_load(tmp_path):
     bad.write_text(yaml.safe_dump({"speed_points": [row]}))
     with pytest.raises(CatalogError, match="batch_limits_by"):
         load_files([*shipped, bad])
-    for bad_row in (dict(doc["speed_points"][0], id="s-test-bench-on-vllm", engine="vllm"),
-                    dict(doc["speed_points"][0], id="s-test-bench-awq", quantization="int4-awq"),  # not tuned
+    on_vllm = dict(doc["speed_points"][0], id="s-test-bench-on-vllm", engine="vllm")
+    bad.write_text(yaml.safe_dump({"speed_points": [on_vllm]}))
+    with pytest.raises(CatalogError, match="batch_limits_by trtllm-bench is for a run of TensorRT-LLM that"):
+        load_files([*shipped, bad])
+    for bad_row in (dict(doc["speed_points"][0], id="s-test-bench-awq", quantization="int4-awq"),  # not tuned
                     dict(doc["speed_points"][0], id="s-test-bench-kv-auto", kv_cache_dtype="auto")):
         bad.write_text(yaml.safe_dump({"speed_points": [bad_row]}))
         with pytest.raises(CatalogError, match="batch_limits_by"):

@@ -1,15 +1,19 @@
-"""Engine facts read from engines.yaml, not keyed on engine ids in code: which engines run their maths in
-16 bits (``matmul_in_16_bit``), which back ends an engine has and where each runs (``backends``), and which
+"""Engine facts read from engines.yaml, not keyed on engine ids in code: which engines the speed model prices
+at the 16-bit rate (``priced_at_16_bit``), which back ends an engine has and where each runs (``backends``), and which
 engine a deployment that names none is planned on (``default_on``)."""
 
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from inferplan.catalog.engine_schema import EngineBackend
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.references import check_default_engines
 from inferplan.catalog.schema_base import Software
 from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.inputs.workload import Workload
 from inferplan.memory.hardware import default_engine
 from inferplan.performance.rates import attention_dtype, calibration_family, check_backend, compute_dtype, rates_for
 
@@ -23,19 +27,27 @@ FP8 = CATALOG.quantization("fp8")
 @pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
 def test_engines_stated_16_bit_compute_fp8_weights_and_attend_in_16_bits(engine):
     record = CATALOG.engine(engine)
-    assert record.matmul_in_16_bit and record.matmul_in_16_bit_source in CATALOG.sources
+    assert record.priced_at_16_bit and record.priced_at_16_bit_source in CATALOG.sources
     dtype, note = compute_dtype(H100, FP8, record)
     assert dtype == "bf16" and "dequantizes fp8 weights" in note
     assert attention_dtype(H100, "fp8", record) == "bf16"
 
 
+@pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
+def test_16_bit_pricing_is_a_stated_modelling_choice_from_a_pinned_source(engine):
+    record = CATALOG.engine(engine)
+    url = CATALOG.sources[record.priced_at_16_bit_source].url
+    assert re.search(r"/blob/[0-9a-f]{40}/", url), url
+    assert "modelling choice (assumed)" in record.priced_at_16_bit_note
+
+
 def test_an_engine_not_stated_16_bit_runs_fp8_natively():
     vllm = CATALOG.engine("vllm")
-    assert not vllm.matmul_in_16_bit
+    assert not vllm.priced_at_16_bit
     assert compute_dtype(H100, FP8, vllm) == ("fp8", None)
     assert attention_dtype(H100, "fp8", vllm) == "fp8"
     # the same record with the fact stated computes in 16 bits: the data, not the id, decides
-    stated = vllm.model_copy(update={"matmul_in_16_bit": True})
+    stated = vllm.model_copy(update={"priced_at_16_bit": True})
     assert compute_dtype(H100, FP8, stated)[0] == "bf16"
 
 
@@ -46,9 +58,19 @@ def test_llamacpp_back_ends_follow_the_catalogue():
     assert llamacpp.backends_on(H100.software) == ("cuda", "vulkan")
     assert calibration_family(llamacpp, "vulkan", MI300X) == "llamacpp-vulkan"
     with pytest.raises(InvalidScenarioError) as err:
-        check_backend(llamacpp, "metal", H100)
+        check_backend(llamacpp, "metal", H100, (llamacpp,))
     assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
-    check_backend(llamacpp, "vulkan", H100)
+    check_backend(llamacpp, "vulkan", H100, (llamacpp,))
+
+
+def test_a_back_end_the_catalogue_lists_is_taken_and_one_it_does_not_is_refused_naming_those_it_does():
+    llamacpp = CATALOG.engine("llamacpp")
+    asked = Workload(backend="opencl").backend  # not a list in code: the engine's record decides
+    with pytest.raises(InvalidScenarioError) as err:
+        check_backend(llamacpp, asked, H100, (llamacpp,))
+    assert err.value.field == "backend" and err.value.allowed == "cuda | vulkan"
+    listed = llamacpp.model_copy(update={"backends": (*llamacpp.backends, EngineBackend(id="opencl", runs_on=("cuda",)))})
+    check_backend(listed, asked, H100, (listed,))
 
 
 def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
@@ -58,6 +80,11 @@ def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
     with pytest.raises(InvalidScenarioError) as err:
         check_backend(CATALOG.engine("vllm"), "cuda", H100, with_backends)
     assert "--engine llamacpp" in err.value.allowed and "only llama.cpp has" in str(err.value)
+    with pytest.raises(TypeError):  # the engines that have back ends are the caller's to give, never left out
+        check_backend(CATALOG.engine("vllm"), "cuda", H100)
+    with pytest.raises(InvalidScenarioError) as none:
+        check_backend(CATALOG.engine("vllm"), "cuda", H100, ())
+    assert str(none.value).startswith("no engine has selectable back ends") and none.value.allowed == "leave it out"
 
 
 def test_the_default_engine_by_software_stack_is_data():
@@ -101,3 +128,39 @@ def test_activations_move_in_the_catalogued_bytes_per_value():
     assert work.activation_bytes == 2 and work.moe_dispatch_bytes_per_token > 0
     rates = rates_for(CATALOG, H100, CATALOG.quantization("bf16"), "vllm", None)
     assert stage_hop_s(replace(work, activation_bytes=4), rates, 100) > stage_hop_s(work, rates, 100)
+
+
+def test_a_catalogue_with_other_activation_bytes_moves_that_many_per_value():
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.work import model_work
+    from inferplan.validation.offload_fit import with_constant
+
+    # DeepSeek-V4-Flash: routed experts dispatch their tokens' hidden states and hyper-connection seams
+    # move the residual streams, both counted in the catalogue's bytes per activation value
+    mp = plan_memory(Deployment(model="deepseek-v4-flash", gpu="b200", gpus=4, tensor_parallel_size=4,
+                                max_model_len=8192), CATALOG)
+    two = model_work(mp, CATALOG)
+    four = model_work(mp, with_constant(CATALOG, "activation-bytes", 4))
+    assert (two.activation_bytes, four.activation_bytes) == (2, 4)
+    assert two.moe_dispatch_bytes_per_token > 0 and two.hc_bytes_per_token > 0
+    assert four.moe_dispatch_bytes_per_token == pytest.approx(2 * two.moe_dispatch_bytes_per_token)
+    assert four.hc_bytes_per_token == pytest.approx(2 * two.hc_bytes_per_token)
+
+
+def _names(software: Software) -> tuple[str, ...]:
+    return ("apple", "metal") if software == Software.METAL else (software.value,)
+
+
+def test_a_default_engines_note_says_it_does_not_run_only_where_it_does_not():
+    for engine in (e for e in CATALOG.engines if e.default_on_note):
+        for clause in (c.lower() for c in engine.default_on_note.split(";") if "does not run" in c):
+            assert not [s for s in engine.runs_on if any(n in clause for n in _names(s))], (engine.id, clause)
+
+
+def test_the_memory_docs_name_every_stack_a_default_engine_is_planned_on():
+    text = (Path(__file__).parents[1] / "docs" / "memory.md").read_text()
+    paragraph = text.split("A deployment that names no engine", 1)[1].split("\n\n", 1)[0].lower()
+    for engine in (e for e in CATALOG.engines if e.default_on):
+        assert engine.short_name.lower() in paragraph
+        assert all(any(n in paragraph for n in _names(s)) for s in engine.default_on), engine.id

@@ -169,3 +169,9 @@ def test_an_sglang_bench_serving_file_is_a_run_of_the_engine_its_backend_names(b
     lines = (DATA / "sglang_bench_serving.jsonl").read_text().splitlines()
     text = "\n".join(json.dumps(json.loads(line) | {"backend": backend}) for line in lines if line.strip())
     assert _read("s.jsonl", text, gpu="h100", model="llama-3.1-8b").engine == engine
+
+
+@pytest.mark.parametrize("gpu, engine", [("apple-m1-max", "llamacpp"), ("h100", "vllm")])
+def test_a_file_naming_no_engine_is_a_run_of_the_engine_its_gpu_runs_by_default(gpu, engine):
+    csv = (DATA / "measured.csv").read_text()
+    assert _read("m.csv", csv, gpu=gpu, model="llama-3.1-8b").engine == engine

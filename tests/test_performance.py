@@ -534,8 +534,12 @@ def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
     with pytest.raises(InvalidScenarioError) as not_llamacpp:
         perf(Workload(backend="cuda"), model="llama-3.1-8b", gpu="h100-sxm", engine="vllm")
     assert not_llamacpp.value.field == "backend"
+    with pytest.raises(InvalidScenarioError) as unknown:  # the back ends are engines.yaml's, not a list in code
+        perf(Workload(backend="opencl"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
+    assert unknown.value.field == "backend" and unknown.value.allowed == "cuda | vulkan"
+    assert "llama.cpp has no opencl back end" in str(unknown.value)
     with pytest.raises(ValidationError):
-        Workload(backend="opencl")
+        Workload(backend="Open CL")
     vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
     assert vulkan.validated[0].family == "llamacpp-vulkan"
 

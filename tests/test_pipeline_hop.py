@@ -8,12 +8,13 @@ import statistics
 import pytest
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.registry import Registry
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
 from inferplan.validation.calibrate_pipeline import CONSTANT_ID, FIELD, fit_pipeline
-from inferplan.validation.calibrate_speed import calibrates_pipeline, log_error, prepare
+from inferplan.validation.calibrate_speed import calibrates_pipeline, log_error, pipeline_engines, prepare
 
 CATALOG = load_catalog()
 
@@ -85,10 +86,21 @@ def test_a_lone_prompt_crosses_the_boundaries_with_its_one_request():
 def test_pipeline_points_calibrate_the_boundary_cost_and_not_the_family_constants(catalog):
     family = {p.id for p in prepare(catalog, "fit")[0]}
     pipeline = {p.id for p in prepare(catalog, "fit", pipeline=True)[0]}
-    routed = {p.id for p in catalog.speed_points if p.split == "fit" and calibrates_pipeline(p)}
+    routed = {p.id for p in catalog.speed_points if p.split == "fit" and calibrates_pipeline(p, catalog)}
     assert routed and pipeline == routed and not family & routed
     # llama.cpp's layer split at batch 1 stays with its family (no fitted boundary cost)
     assert any(p.pipeline_parallel_size > 1 and p.engine == "llamacpp" and p.id in family for p in catalog.speed_points)
+
+
+def test_the_engines_whose_pipeline_points_fit_a_boundary_cost_are_those_the_calibration_gives_one():
+    assert pipeline_engines(CATALOG) == ("trtllm",)
+    records = dict(CATALOG.calibration.records)
+    records[CONSTANT_ID.format("vllm")] = records[CONSTANT_ID.format("trtllm")]
+    with_vllm = dataclasses.replace(CATALOG, calibration=Registry("calibration", records))
+    assert set(pipeline_engines(with_vllm)) == {"trtllm", "vllm"}
+    trtllm = next(p for p in CATALOG.speed_points if p.engine == "trtllm" and p.pipeline_parallel_size > 1)
+    vllm = trtllm.model_copy(update={"engine": "vllm"})
+    assert calibrates_pipeline(vllm, with_vllm) and not calibrates_pipeline(vllm, CATALOG)
 
 
 def test_shipped_boundary_cost_equals_the_fit(catalog):

@@ -205,12 +205,13 @@ class EngineDefaults(Frozen):
     converts_to_note: str | None = None
     converts_from: tuple[str, ...] = ()
     converts_with: str | None = None  # the tools' names, for a launch command's note
-    # it runs a quantized checkpoint's matrix maths, and attention, in 16 bits whatever the format's own
-    # low-precision path (llama.cpp's dequantizing kernels, MLX's quantized_matmul): the speed model prices
-    # them at the accelerator's 16-bit rate and notes the fallback
-    matmul_in_16_bit: bool = False
-    matmul_in_16_bit_source: str | None = None
-    matmul_in_16_bit_note: str | None = None
+    # the speed model prices its matrix maths, and attention, at the accelerator's 16-bit rate whatever the
+    # weight format and KV cache: a modelling choice for engines with no FP8 or FP4 tensor-core path
+    # (llama.cpp's own quantized kernels, int8 dot products where the GPU has them; MLX's
+    # quantized_matmul), the calibrated efficiency absorbing the difference; the note says what it runs
+    priced_at_16_bit: bool = False
+    priced_at_16_bit_source: str | None = None
+    priced_at_16_bit_note: str | None = None
     # its selectable back ends (llama.cpp's builds), in order of preference: the first that runs on an
     # accelerator's software stack is planned where none is named (empty: it runs on the stack's own)
     backends: tuple[EngineBackend, ...] = ()

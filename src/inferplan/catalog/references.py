@@ -22,7 +22,7 @@ ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "e
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
                         "metal_max_instance_gpus", "metal_kv_cache_dtypes", "compressed_attention_kv_cache_dtypes",
-                        "attention_dp_chunk", "matmul_in_16_bit", "backends", "default_on")
+                        "attention_dp_chunk", "priced_at_16_bit", "backends", "default_on")
 
 
 def check_references(catalog) -> None:
@@ -142,8 +142,10 @@ def check_references(catalog) -> None:
         if tool is None or point.max_num_seqs or point.engine != tool.engine or point.kv_cache_dtype == "auto" \
                 or point.quantization not in tool.tuned_formats:
             tuned = ", ".join(tool.tuned_formats) if tool else "none: the tool has no bench_tunings record"
-            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by {point.batch_limits_by} is for a run of the "
-                               f"engine it runs that states no max_num_seqs (the tool chose it), in a format the tool "
+            runs = (catalog.engines.records[tool.engine].short_name if tool and tool.engine in catalog.engines
+                    else "the engine its bench_tunings record names")
+            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by {point.batch_limits_by} is for a run of "
+                               f"{runs} that states no max_num_seqs (the tool chose it), in a format the tool "
                                f"tunes ({tuned}) and with its KV cache dtype stated", field=point.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),

@@ -25,8 +25,10 @@ class Workload(Input):
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
     prefix_cache_host_share: float = Field(
         0.0, ge=0, le=1, description="of those cached tokens, the share found in the host-RAM KV tier (loaded over PCIe)")
-    backend: Literal["cuda", "metal", "vulkan", "rocm"] | None = Field(
-        None, description="llama.cpp back end: cuda, metal, vulkan, rocm (default: the accelerator's own stack)")
+    backend: str | None = Field(
+        None, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+        description="an engine's back end id, e.g. llama.cpp's vulkan (engines.yaml backends; default: the first that runs "
+                    "on the accelerator's software stack)")
 
     @field_validator("output_len")
     @classmethod

@@ -25,6 +25,7 @@ from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.measurements.server_acceptance import FILE_DRAFTS, MeasuredAcceptance, file_acceptance
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.hardware import default_engine
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.performance.drafts import Acceptance, resolve_acceptance
@@ -32,7 +33,6 @@ from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTIN
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
-DEFAULT_ENGINE = "vllm"  # the engine of a run whose file and user name none
 
 UNSTATED = "unstated"  # who ran it, where the import names no one
 # where a run's acceptance rate comes from (``draft_origin.py``): stated by the user, measured by the server, published
@@ -83,7 +83,8 @@ class RunProvenance(Input):
     data_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the GPUs over TP × PP")
     enable_expert_parallel: bool = False
     engine: str | None = Field(None, min_length=1, max_length=50,
-                               description="default: the format's engine (llama-bench: llamacpp), else vllm")
+                               description=("default: the format's engine (llama-bench: llamacpp), else the one "
+                                            "the GPU's software stack runs by default (engines.yaml default_on)"))
     engine_version: str | None = Field(None, max_length=100)
     quantization: str | None = Field(None, max_length=50)
     format: str | None = Field(None, description=f"one of {', '.join(FORMATS)}; default: told from the file")
@@ -234,7 +235,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)
-    engine = catalog.engine(given.engine or meta.get("engine") or DEFAULT_ENGINE).id
+    engine = catalog.engine(given.engine or meta.get("engine") or default_engine(catalog, accel)).id
     quant = given.quantization or _file_quantization(catalog, meta) or named_format or spec.native_quantization or "bf16"
     tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
     date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())

@@ -20,6 +20,8 @@ from inferplan.catalog.schema import Accelerator, ComputeDtype
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 
+# a fitted per-request cost at pipeline stage boundaries, per engine (calibration.yaml; Rates.pipeline_hop_s_per_request)
+PIPELINE_HOP_CONSTANT = "pipeline-hop-s-per-request-{}"
 _DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
 
 
@@ -78,8 +80,8 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: EngineDefault
                   release: str | None = None) -> tuple[str, str | None]:
     """The dtype the matrix maths runs in, and a note when it is a fallback (``release``: the engine's, None
     its current one; an emulated fallback is named as such; an engine whose maths runs in 16 bits whatever
-    the format, engines.yaml ``matmul_in_16_bit``, in 16 bits)."""
-    if engine.matmul_in_16_bit:
+    the format, engines.yaml ``priced_at_16_bit``, in 16 bits)."""
+    if engine.priced_at_16_bit:
         dtype = _sixteen_bit(accel, "fp16")
         note = None if quant.native_format is None else f"{engine.id} dequantizes {quant.id} weights: math runs in {dtype}"
         return dtype, note
@@ -110,9 +112,9 @@ def _lacks(accel: Accelerator, quant: Quantization) -> str:
 def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: EngineDefaults) -> str:
     """The dtype attention's matrix products (QK^T, PV) run in: the KV cache's, 16 bits unless the
     cache is FP8 on an accelerator with native FP8 (FP8 attention kernels) and the engine's maths is not
-    16-bit throughout (``matmul_in_16_bit``). Never the weights' 4-bit or 8-bit integer format: a
+    16-bit throughout (``priced_at_16_bit``). Never the weights' 4-bit or 8-bit integer format: a
     W4/FP4/INT8 checkpoint still attends in 16 bits."""
-    if not engine.matmul_in_16_bit and kv_dtype == "fp8" and "fp8" in accel.native_formats:
+    if not engine.priced_at_16_bit and kv_dtype == "fp8" and "fp8" in accel.native_formats:
         return "fp8"
     return _sixteen_bit(accel, "bf16")
 
@@ -155,20 +157,22 @@ def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accel
 
 
 def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerator,
-                  with_backends: tuple[EngineDefaults, ...] = ()) -> None:
-    """A back end is asked of an engine with selectable back ends (``with_backends``: the engines that have
-    them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
+                  with_backends: tuple[EngineDefaults, ...]) -> None:
+    """A back end is asked of an engine with selectable back ends (``with_backends``: the catalogue's engines
+    that have them), and it must run on the accelerator's software stack (engines.yaml ``backends``)."""
     if backend is None:
         return
     if not engine.backends:
-        raise InvalidScenarioError(f"only {' and '.join(e.short_name for e in with_backends) or 'no engine'} has selectable back ends (asked "
+        having = f"only {' and '.join(e.short_name for e in with_backends)} has" if with_backends else "no engine has"
+        raise InvalidScenarioError(f"{having} selectable back ends (asked "
                                    f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
                                    f"({accel.software.value})", field="backend",
                                    allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
     usable = engine.backends_on(accel.software)
     if backend not in usable:
-        raise InvalidScenarioError(f"{engine.short_name}'s {backend} back end does not run on {accel.name} "
-                                   f"({accel.software.value})", field="backend",
+        why = (f"{engine.short_name}'s {backend} back end does not run on {accel.name} ({accel.software.value})"
+               if backend in {b.id for b in engine.backends} else f"{engine.short_name} has no {backend} back end")
+        raise InvalidScenarioError(why, field="backend",
                                    allowed=" | ".join(usable) or f"none: {engine.id} has no back end for this accelerator")
 
 
@@ -266,7 +270,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     # ones (Rates.family keeps the calibration family, whose track record the estimate quotes)
     fitted = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
-    hop = constants.get(f"pipeline-hop-s-per-request-{engine}")
+    hop = constants.get(PIPELINE_HOP_CONSTANT.format(engine))
     return Rates(
         compute_dtype=dtype,
         peak_flop_per_s=peak_flops(accel, dtype),

@@ -199,7 +199,7 @@ app.command("gpus")(gpus_cmd)
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST, options={"max_model_len": RequestMaxLenOpt})
 def perf_cmd(
     flags: dict,
-    backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
+    backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end, e.g. vulkan (engines.yaml backends; default: the GPU's own stack)."),
     input_len: int = TokensOpt(1024, "--input-len", help="Prompt tokens per request."),
     output_len: int = TokensOpt(256, "--output-len", help="Generated tokens per request."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),

@@ -96,7 +96,7 @@ def import_cmd(
     pipeline_parallel_size: Optional[int] = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Pipeline stages (default 1; llama.cpp on --gpus N with no split stated: N, its default layer split)."),
     data_parallel_size: Optional[int] = DpOpt,
     enable_expert_parallel: bool = EpOpt,
-    engine: Optional[str] = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx (default: llamacpp for llama-bench files, else vllm)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx (default: llamacpp for llama-bench files, else the GPU's default engine, engines.yaml default_on)."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="e.g. 0.11.0, a Docker tag (vllm/vllm-openai:v0.11.0) or a llama.cpp build (6935; llama-bench files state theirs)."),
     quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="Weight format (default: what the file states — llama-bench's model_type, vllm --metadata quantization=…, a repo name ending -FP8-dynamic — else the model's checkpoint)."),
     fmt: Optional[str] = typer.Option(None, "--format", help="vllm | sglang | llama-bench | genai-perf | guidellm | csv (default: told from the file)."),

@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.validation.calibrate_speed import PIPELINE_ENGINES, Prepared, golden_section_minimum, log_error, prepare
+from inferplan.performance.rates import PIPELINE_HOP_CONSTANT
+from inferplan.validation.calibrate_speed import Prepared, golden_section_minimum, log_error, pipeline_engines, prepare
 
 FIELD = "pipeline_hop_s_per_request"
-CONSTANT_ID = "pipeline-hop-s-per-request-{}"
+CONSTANT_ID = PIPELINE_HOP_CONSTANT
 BOUNDS = (0.0, 1e-3)  # seconds per request per boundary: Python host work runs tens of µs per request
 
 
@@ -65,7 +66,7 @@ def fit_pipeline(catalog: Catalog, engine: str) -> PipelineFit:
 
 def main() -> None:  # pragma: no cover - a maintenance script
     catalog = load_catalog()
-    for engine in PIPELINE_ENGINES:
+    for engine in pipeline_engines(catalog):
         fit = fit_pipeline(catalog, engine)
         shipped = catalog.constant(CONSTANT_ID.format(engine))
         print(f"{CONSTANT_ID.format(engine)} = {fit.value_s:.3g} s (shipped {shipped:.3g}); "

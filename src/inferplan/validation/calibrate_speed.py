@@ -29,7 +29,7 @@ from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.rates import calibration_family
+from inferplan.performance.rates import PIPELINE_HOP_CONSTANT, calibration_family
 from inferplan.performance.serving import concurrency_for, estimate_at
 from inferplan.validation.fit_stamp import GENERATED_NAME, inputs_sha256, stamped
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, point_scenario, profile_scenario
@@ -85,14 +85,15 @@ def _family(ctx: ServingContext, engine: str, backend: str | None) -> str:
     return calibration_family(ctx.catalog.engine(engine), backend, ctx.mp.accelerator)
 
 
-# Engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
-# pipeline-hop-s-per-request-<engine>): their points with pipeline stages calibrate that cost
-# (calibrate_pipeline.py) and not the family's constants, so neither fit waits on the other.
-PIPELINE_ENGINES = ("trtllm",)
+def pipeline_engines(catalog: Catalog) -> tuple[str, ...]:
+    """The engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
+    pipeline-hop-s-per-request-<engine>): their points with pipeline stages calibrate that cost
+    (calibrate_pipeline.py) and not the family's constants, so neither fit waits on the other."""
+    return tuple(e.id for e in catalog.engines if PIPELINE_HOP_CONSTANT.format(e.id) in catalog.calibration.records)
 
 
-def calibrates_pipeline(point: SpeedPoint) -> bool:
-    return point.pipeline_parallel_size > 1 and point.engine in PIPELINE_ENGINES
+def calibrates_pipeline(point: SpeedPoint, catalog: Catalog) -> bool:
+    return point.pipeline_parallel_size > 1 and point.engine in pipeline_engines(catalog)
 
 
 def prepare(catalog: Catalog, split: str | None = "fit",
@@ -107,7 +108,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             continue
         if point.offloaded:  # weights in host RAM: they set offload constants only (validation/offload_fit.py)
             continue
-        if calibrates_pipeline(point) != pipeline:
+        if calibrates_pipeline(point, catalog) != pipeline:
             continue
         try:
             d, w = point_scenario(point, catalog)
