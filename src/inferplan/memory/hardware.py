@@ -18,7 +18,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.vision_projector import vision_projector_bytes
-from inferplan.units import GiB, to_gbit_per_s
+from inferplan.units import GiB, fmt_gb, to_gbit_per_s
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def configuration_note(hw: Hardware) -> str | None:
     accel = hw.accel
     if hw.system is not None or not accel.memory_configurable:
         return None
-    return (f"{accel.name}: planned at its largest configuration, {accel.memory_bytes.value / 1e9:g} GB "
+    return (f"{accel.name}: planned at its largest configuration, {fmt_gb(accel.memory_bytes.value, 'g')} "
             f"(name another size: {configuration_names(accel)})")
 
 
