@@ -247,14 +247,13 @@ def print_assumptions(console: Console, assumptions) -> None:
         console.print(f"[dim]  - {a}[/]", highlight=False)
 
 
-def simulate_command(d, w, clients: int, changes: dict | None = None) -> str:
-    """``inferplan simulate`` of perf's or fit's deployment ``d`` (its stated flags, ``changes`` applied) and
-    workload ``w`` as a closed loop of ``clients``: the lengths and draft settings perf priced, which simulate
-    would otherwise take at its defaults (``w`` None: fit's, which states no request lengths)."""
-    words = [command_line("simulate", d, changes or {})]
-    if w is None:
-        return " ".join([*words, f"--clients {clients}"])
-    words.append(f"--input-len {w.input_len} --output-len {w.output_len}")
+def simulate_command(d, w, clients: int) -> str:
+    """``inferplan simulate`` of perf's or fit's deployment ``d`` (its stated flags) and workload ``w`` as a closed
+    loop of ``clients``: the lengths and draft settings priced, which simulate would otherwise take at its defaults
+    (the lengths left out where ``w`` states none: fit's loop at the defaults)."""
+    words = [command_line("simulate", d, {})]
+    if {"input_len", "output_len"} & w.model_fields_set:
+        words.append(f"--input-len {w.input_len} --output-len {w.output_len}")
     if w.speculative_tokens:
         words.append(f"--speculative-tokens {w.speculative_tokens}")
     if w.acceptance_rate is not None:
