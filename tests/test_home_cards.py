@@ -21,6 +21,14 @@ def test_rtx_3060_is_the_12_gb_card():
     assert card.memory_bytes.value == 12 * GB and card.memory_bandwidth_bytes_per_s.value == 360 * GB
 
 
+def test_rtx_3060_tensor_rates_are_at_its_own_boost_clock():
+    # 28 SMs at NVIDIA's 1.78 GHz boost, not the RTX 3060 Ti's 1,665 MHz: 512 FLOP (FP32 accumulate) and 2,048 INT8
+    # ops per SM per clock
+    rates = load_catalog().accelerator("RTX 3060").peak_flop_per_s
+    assert rates["bf16"].value == pytest.approx(28 * 512 * 1.78e9, rel=0.002) and rates["bf16"].kind == "derived"
+    assert rates["int8"].value == pytest.approx(28 * 2048 * 1.78e9, rel=0.002)
+
+
 def test_qwen3_30b_a3b_fits_a_3060_with_experts_in_host_ram():
     d = Deployment(model="qwen3-30b-a3b", gpu="RTX 3060", engine="llamacpp", quantization="gguf-q4_k_m",
                    max_model_len=32768, host_memory_gb=32)
