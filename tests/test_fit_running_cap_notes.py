@@ -115,3 +115,28 @@ def test_fit_on_llamacpp_simulates_the_slots_it_is_started_with():
     assert "--max-num-seqs 1 " in line and line.endswith("--clients 4"), line
     ran = runner.invoke(app, [*line.split()[1:], "--requests", "200", "--json"])
     assert ran.exit_code == 0 and json.loads(ran.stdout)["slots"] == 1
+
+
+def _simulate_line(args: list[str]) -> str:
+    out = runner.invoke(app, args, env={"COLUMNS": "80"}).stdout
+    (line,) = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan simulate")]
+    return line
+
+
+def test_fit_on_a_llamacpp_build_with_one_unified_cache_simulates_the_parallel_it_launches():
+    # b6925-b7432: --parallel 1 opens 4 slots over one cache of the context; simulate is told that --parallel 1,
+    # not left to start the most separate slots that fit
+    line = _simulate_line(["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-3090", "-q", "q4_k_m", "--engine", "llamacpp",
+                           "--engine-version", "b7000", "--max-model-len", "2500", "--concurrency", "8"])
+    assert "--max-num-seqs 1 " in line and "--engine-version b7000" in line, line
+    ran = runner.invoke(app, [*line.split()[1:], "--requests", "200", "--json"])
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["slots"] <= 4, ran.stdout
+
+
+def test_fit_simulates_requests_that_fit_a_context_shorter_than_the_default_request():
+    # a 1,024-token context holds no default request (1,024 + 256 tokens): the loop's requests are split to fit it
+    line = _simulate_line(["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--max-model-len", "1024",
+                           "--concurrency", "2000"])
+    assert "--input-len 820 --output-len 204" in line, line
+    ran = runner.invoke(app, [*line.split()[1:], "--requests", "300"])
+    assert ran.exit_code == 0, ran.stdout

@@ -6,9 +6,11 @@ import pytest
 from typer.testing import CliRunner
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.errors import CatalogError
+from inferplan.economics.scenario import Scenario
+from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
+from inferplan.scenario import check_references
 from inferplan.shells.cli import app
 from inferplan.units import GB
 
@@ -17,6 +19,14 @@ def test_rtx_3060_is_the_12_gb_card():
     card = load_catalog().accelerator("RTX 3060")
     assert card.id == "rtx-3060"
     assert card.memory_bytes.value == 12 * GB and card.memory_bandwidth_bytes_per_s.value == 360 * GB
+
+
+def test_rtx_3060_tensor_rates_are_at_its_own_boost_clock():
+    # 28 SMs at NVIDIA's 1.78 GHz boost, not the RTX 3060 Ti's 1,665 MHz: 512 FLOP (FP32 accumulate) and 2,048 INT8
+    # ops per SM per clock
+    rates = load_catalog().accelerator("RTX 3060").peak_flop_per_s
+    assert rates["bf16"].value == pytest.approx(28 * 512 * 1.78e9, rel=0.002) and rates["bf16"].kind == "derived"
+    assert rates["int8"].value == pytest.approx(28 * 2048 * 1.78e9, rel=0.002)
 
 
 def test_qwen3_30b_a3b_fits_a_3060_with_experts_in_host_ram():
@@ -79,3 +89,15 @@ def test_gpus_lists_the_sizes_a_mac_is_sold_in_and_how_to_name_one():
     note = " ".join(out.split()).split("memory as a range: ")[1]
     named = note.split("name one as '")[1].split("'")[0]  # the example name it gives plans that size
     assert fit(Deployment(model="qwen3-8b", gpu=named, max_model_len=4096)).accelerator.endswith("gb")
+
+
+def test_ollama_named_as_an_engine_offers_the_models_own_tag_first():
+    # Qwen3-32B is Ollama's qwen3:32b: the refusal names it before other models' tags
+    done = CliRunner().invoke(app, ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "ollama"],
+                              env={"COLUMNS": "300"})
+    assert done.exit_code == 2 and "as the model (qwen3:32b, " in " ".join(done.stderr.split()), done.stderr
+    s = Scenario.model_validate({"name": "home", "model": "qwen3-32b", "engine": "ollama",
+                                 "platform": {"gpu": "rtx-4090", "gpus": 1}})
+    with pytest.raises(InvalidScenarioError) as refused:
+        check_references(s, load_catalog())
+    assert refused.value.field == "engine" and "as the model (qwen3:32b, " in str(refused.value)

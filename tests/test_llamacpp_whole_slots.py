@@ -54,3 +54,13 @@ def test_what_runs_on_a_gpu_counts_llamacpp_in_the_matrixs_whole_slots(catalog):
     matrix = fits_matrix(models=["qwen3-30b-a3b"], gpus=["rtx-4090"], quantizations=["q4_k_m"], engine="llamacpp",
                          catalog=catalog)
     assert [r.concurrency for r in rows] == [float(matrix.cells[0].result.most_slots)]
+
+
+def test_fit_names_the_slots_that_fit_when_fewer_fit_than_it_states():
+    # 40 stated slots of 2,500 tokens do not fit a 24 GB card: the line names the 26 that do
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+    ran = CliRunner().invoke(app, ["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-3090", "-q", "q4_k_m", "--engine",
+                                   "llamacpp", "--max-model-len", "2500", "--max-num-seqs", "40"], env={"COLUMNS": "200"})
+    assert "26 fit: --max-num-seqs 26" in " ".join(ran.stdout.split()), ran.stdout

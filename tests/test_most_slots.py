@@ -40,3 +40,23 @@ def test_the_deployments_cover_each_side():
     """None fits, a few fit, the limit is reached: the bracket's every branch is taken."""
     counts = {most_slots(d, CATALOG, LIMIT) for d in DEPLOYMENTS}
     assert 0 in counts and LIMIT in counts and counts - {0, LIMIT}
+
+
+@pytest.mark.parametrize(("release", "cap"), [("b5400", 1024), ("b6000", 64), ("b6507", 256), (None, 256)])
+def test_most_slots_stops_at_the_slots_the_llamacpp_release_opens(release, cap):
+    # llama_context refuses n_seq_max above LLAMA_MAX_SEQ (64 from b5486, 256 from b6507; no check before):
+    # a short context on 512 GB would fit thousands of slots, the release opens at most that many
+    d = Deployment(model="llama-3.1-8b", gpu="M3 Ultra 512GB", engine="llamacpp", quantization="q4_k_m",
+                   max_model_len=1024, engine_version=release)
+    assert most_slots(d, CATALOG, 1024) == cap
+
+
+def test_fit_names_the_slots_that_fit_as_the_flag_takes_them():
+    # no thousands separator in the flag's value: llama-server reads --parallel 1,024 as no number
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+    out = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "M3 Ultra 512GB", "-q", "q4_k_m",
+                                   "--engine", "llamacpp", "--engine-version", "b5400", "--max-model-len", "1024"],
+                             env={"COLUMNS": "200"}).stdout
+    assert "1,024 fit: --max-num-seqs 1024" in " ".join(out.split()), out

@@ -115,3 +115,14 @@ def test_a_llamacpp_plan_launches_the_slots_its_capacity_counts(catalog):
     assert _flag(argv, "--parallel") == cell.engine_slots  # it was --parallel 1
     assert _flag(argv, "--ctx-size") == cell.engine_slots * r.workload.input_tokens_per_request \
         + cell.engine_slots * r.workload.output_tokens_per_request
+
+
+def test_a_llamacpp_launch_opens_no_more_slots_than_the_release_allows(catalog):
+    # 512 GB holds a thousand chat-seat slots of Qwen3-30B-A3B; llama.cpp refuses --parallel above LLAMA_MAX_SEQ (256)
+    s = Scenario.model_validate({"name": "studio", "model": "qwen3-30b-a3b", "quantization": "q4_k_m",
+                                 "platform": {"gpu": "M3 Ultra 512GB", "gpus": 1, "quote_usd_per_system": 9500,
+                                              "power_w_per_system": 300},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 3})
+    r = plan(s, catalog)
+    argv = shlex.split(" ".join(line.rstrip("\\") for line in plan_launch(catalog, s, r).text.splitlines()))
+    assert argv[0] == "llama-server" and _flag(argv, "--parallel") == r.capacity.cell.engine_slots == 256

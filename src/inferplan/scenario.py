@@ -25,7 +25,7 @@ from inferplan.memory.resolve import resolve_model
 def check_references(s: Scenario, catalog: Catalog) -> None:
     """Every catalogue id a scenario names exists (a saved scenario is checked when saved, not
     first when it is compared); the error names the scenario key."""
-    lookups = [("engine", lambda: catalog.engine(s.engine, field_name="engine")),
+    lookups = [("engine", lambda: catalog.engine(s.engine, field_name="engine", model=s.model)),
                ("model", lambda: resolve_model(catalog, s.model))]
     if s.quantization:
         lookups.append(("quantization", lambda: catalog.quantization(s.quantization, field_name="quantization")))

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.accelerator_schema import Accelerator
-from inferplan.catalog.engine_tiers import AttentionDpChunk, GpuMemoryTiers, MemoryFractionReserve
+from inferplan.catalog.engine_tiers import AttentionDpChunk, GpuMemoryTiers, MemoryFractionReserve, SlotLimit
 from inferplan.catalog.provenance import Bytes, Count, Ratio
 from inferplan.catalog.quantization_schema import Quantization
 from inferplan.catalog.schema_base import SLUG, Frozen, Software
@@ -81,6 +81,9 @@ class EngineDefaults(Frozen):
     # the chunk each attention data-parallel rank takes, by release (SGLang: // 2, then // the ranks)
     attention_dp_chunk: tuple[AttentionDpChunk, ...] = ()
     attention_dp_chunk_source: str | None = None
+    # the most slots (sequences) a release opens, by release (llama.cpp's LLAMA_MAX_SEQ; empty: no limit stated)
+    max_slots: tuple[SlotLimit, ...] = ()
+    max_slots_source: str | None = None
     memory_fraction_reserve: MemoryFractionReserve | None = None
     memory_fraction_reserve_source: str | None = None
     runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)

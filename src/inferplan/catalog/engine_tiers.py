@@ -95,6 +95,22 @@ def attention_dp_chunk(entries: tuple[AttentionDpChunk, ...], release: str | Non
     return max(chunk // (entry.divisor or ranks), 1)
 
 
+class SlotLimit(Input):
+    """The most sequences (slots) a context of the engine may be created with from ``first_release`` on (None: no
+    limit from that release; llama.cpp's LLAMA_MAX_SEQ, which llama_context checks n_seq_max against)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str
+    max_slots: int | None = Field(None, ge=1)
+
+
+def slot_limit(entries: tuple[SlotLimit, ...], release: str | None) -> int | None:
+    """The most slots the engine opens at ``release`` (None: the newest): the latest entry reached (none: no limit)."""
+    reached = [e for e in entries if _from(release, e.first_release)]
+    return max(reached, key=lambda e: release_order(e.first_release)).max_slots if reached else None
+
+
 class FractionScale(Input):
     """A factor the engine applies to its static fraction, the one it picks or the one it is given,
     when it runs ``attention_backend`` — its default on the ``software`` stack for models without

@@ -188,14 +188,15 @@ class Catalog:
     def kv_cache_dtype(self, name: str, field_name: str = "kv_cache_dtype") -> KvDtype:
         return self.kv_cache_dtypes.get(name, field_name=field_name, error=CatalogError)
 
-    def engine(self, name: str, field_name: str = "engine") -> EngineDefaults:
-        """The engine ``name`` names; a front end that runs one of them (Ollama) is refused naming how it is planned."""
+    def engine(self, name: str, field_name: str = "engine", model: str | None = None) -> EngineDefaults:
+        """The engine ``name`` names; a front end that runs one of them (Ollama) is refused naming how it is planned,
+        with ``model``'s own tags (the model planned, where known) first."""
         try:
             return self.engines.get(name, field_name=field_name, error=CatalogError)
         except CatalogError:
             from inferplan.catalog.ollama import front_end_refusal
 
-            refusal = front_end_refusal(self, name, field_name)
+            refusal = front_end_refusal(self, name, field_name, model)
             if refusal is None:
                 raise
             raise refusal from None

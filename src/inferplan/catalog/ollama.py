@@ -56,14 +56,17 @@ def named_build(catalog, name: str) -> NamedBuild | None:
 TAGS_NAMED = 3  # tags a refused front-end name offers as examples
 
 
-def front_end_refusal(catalog, name: str, field_name: str) -> CatalogError | None:
+def front_end_refusal(catalog, name: str, field_name: str, model: str | None = None) -> CatalogError | None:
     """The error for ``name`` given as an engine where it names a runner of ``ollama.yaml`` (Ollama), which is
-    planned as the engine it runs with the build of one of its tags named as the model (None: not a runner)."""
+    planned as the engine it runs with the build of one of its tags named as the model (None: not a runner). The
+    tags it offers are ``model``'s own first, where the catalogue lists some, then other models'."""
     runners = catalog.ollama_runners.exact(name) if name.strip() else []
     if not runners:
         return None
     runner, engine = runners[0], catalog.engines.records[runners[0].engine]
-    tags = [t.tag for card in catalog.models for t in card.ollama_tags if "-" not in t.tag.partition(":")[2]]
+    own = catalog.models.exact(model) if model and model.strip() else []
+    cards = [*own, *(card for card in catalog.models if card not in own)]
+    tags = [t.tag for card in cards for t in card.ollama_tags if "-" not in t.tag.partition(":")[2]]
     return CatalogError(
         f"{runner.name} is not an engine here: it runs {engine.name}, so name one of its tags as the model "
         f"({', '.join(tags[:TAGS_NAMED])} ...) and leave the engine out, or plan {engine.id} itself",

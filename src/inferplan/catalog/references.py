@@ -22,7 +22,7 @@ ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "e
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
                         "metal_max_instance_gpus", "metal_kv_cache_dtypes", "compressed_attention_kv_cache_dtypes",
-                        "attention_dp_chunk", "priced_at_16_bit", "backends", "default_on")
+                        "attention_dp_chunk", "priced_at_16_bit", "backends", "default_on", "max_slots")
 
 
 def check_references(catalog) -> None:

@@ -72,7 +72,10 @@ def default_engine(catalog: Catalog, accel: Accelerator) -> str:
 
 def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with the engine and weight format its model's Ollama tag selects where it states neither
-    (``with_named_build``), else with the engine its hardware runs by default where it names none."""
+    (``with_named_build``), else with the engine its hardware runs by default where it names none. A named engine
+    is looked up first, so a front end (Ollama) is refused offering the model's own tags."""
+    if "engine" in d.model_fields_set:
+        catalog.engine(d.engine, model=d.model)
     named = named_build(catalog, d.model)
     if named is not None:
         d = with_named_build(d, named, catalog)

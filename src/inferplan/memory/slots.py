@@ -9,6 +9,7 @@ launches of published rack benchmarks state ``--max-running-requests``."""
 
 from __future__ import annotations
 
+from inferplan.catalog.engine_tiers import slot_limit
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.errors import InferplanError
@@ -20,14 +21,23 @@ from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.running_cap import launched_value, setting_flag
 from inferplan.memory.state_pool import draft_named, without_draft_models
 
-SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
+SLOT_LIMIT = 1024  # the most slots fit tries where the release sets no maximum of its own
+
+
+def release_slot_limit(catalog: Catalog, d: Deployment) -> int | None:
+    """The most slots ``d``'s engine release opens (llama.cpp's LLAMA_MAX_SEQ: ``engines.yaml`` max_slots; None:
+    no maximum stated for it)."""
+    return slot_limit(catalog.engine(d.engine).max_slots, d.engine_version)
 
 
 def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
-    """The largest slot count up to ``limit`` at which ``d`` fits (0: not even one), its weights placed as with one
-    slot; None: the engine does not allocate its context per slot, or ``d`` states its slots."""
+    """The largest slot count up to ``limit`` and the release's own maximum at which ``d`` fits (0: not even one),
+    its weights placed as with one slot; None: the engine does not allocate its context per slot, or ``d`` states
+    its slots."""
     if d.max_num_seqs is not None or context_slots(catalog, d, catalog.engine(d.engine).id) is None:
         return None
+    if (release := release_slot_limit(catalog, d)) is not None:
+        limit = min(limit, release)
     one = _plan(d, 1, catalog)
     if one is None or not one.fits or limit < 1:
         return 0

@@ -136,14 +136,11 @@ def fit_cmd(
     if as_json:
         emit_json(result)
     else:
-        stated = bool(speculative_tokens or speculative_method or draft_model)
-        # the deployment fit planned: its context, and llama.cpp's slots as started (simulate would start the most that fit)
-        same = {"concurrency": None, "max_model_len": result.max_model_len,
-                **({"max_num_seqs": result.started_slots} if result.started_slots is not None
-                   and result.unified_cache_cells is None else {})}
-        simulate = render.simulate_command(d, None, d.concurrency, same) \
-            if result.fits and result.queued_sequences and _simulate_takes(d, stated) else None  # a plan that starts
-        render.print_fit(console, result, d, explain, simulate)
+        from inferplan.search.fit_queue import fit_queue_loop
+
+        loop = fit_queue_loop(d, result, catalog_for(d)) if _simulate_takes(d, bool(speculative_tokens or speculative_method
+                                                                    or draft_model)) else None
+        render.print_fit(console, result, d, explain, render.simulate_command(*loop, d.concurrency) if loop else None)
     if not result.fits:  # the answer is printed; the status says it for a script (2 stays a refused input)
         raise typer.Exit(code=NO_FIT_EXIT)
 

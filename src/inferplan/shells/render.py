@@ -151,8 +151,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False, simulate: str 
                       f"{fmt_kib(r.kv_cache_bytes_per_token_beyond_window)} beyond it")
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
-        most = (f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}"  # only where more fit than it starts
-                if r.most_slots and r.most_slots > r.started_slots else "")
+        most = (f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots}"  # where they differ from the slots it starts
+                if r.most_slots and r.most_slots != r.started_slots else "")
         if r.unified_cache_cells is not None:  # b6925-b7432: --parallel 1 opens slots over one cache, each up to all of it
             console.print(f"  at once: {r.max_concurrency:,.0f} sequence{'s' if r.max_concurrency != 1 else ''} of "
                           f"{plural(r.max_model_len, 'token')}, or up to {r.started_slots:,} shorter ones: {r.started_slots:,} "
@@ -247,14 +247,13 @@ def print_assumptions(console: Console, assumptions) -> None:
         console.print(f"[dim]  - {a}[/]", highlight=False)
 
 
-def simulate_command(d, w, clients: int, changes: dict | None = None) -> str:
-    """``inferplan simulate`` of perf's or fit's deployment ``d`` (its stated flags, ``changes`` applied) and
-    workload ``w`` as a closed loop of ``clients``: the lengths and draft settings perf priced, which simulate
-    would otherwise take at its defaults (``w`` None: fit's, which states no request lengths)."""
-    words = [command_line("simulate", d, changes or {})]
-    if w is None:
-        return " ".join([*words, f"--clients {clients}"])
-    words.append(f"--input-len {w.input_len} --output-len {w.output_len}")
+def simulate_command(d, w, clients: int) -> str:
+    """``inferplan simulate`` of perf's or fit's deployment ``d`` (its stated flags) and workload ``w`` as a closed
+    loop of ``clients``: the lengths and draft settings priced, which simulate would otherwise take at its defaults
+    (the lengths left out where ``w`` states none: fit's loop at the defaults)."""
+    words = [command_line("simulate", d, {})]
+    if {"input_len", "output_len"} & w.model_fields_set:
+        words.append(f"--input-len {w.input_len} --output-len {w.output_len}")
     if w.speculative_tokens:
         words.append(f"--speculative-tokens {w.speculative_tokens}")
     if w.acceptance_rate is not None:
