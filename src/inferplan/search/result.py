@@ -83,6 +83,8 @@ class Deployed(_Frozen):
     capex_usd: float | None  # the purchase price of the systems (None: no price in the catalogue)
     power_w: float | None
     rent_or_buy: Literal["buy", "rent"]
+    # buying: where the purchase price comes from (the catalogue's price band, or the user's gpu_price_usd)
+    price_basis: str | None = None
     # the queueing approximation's percentiles, which ranked the pick; a simulated pick's own are
     # ``simulated_ttft_p50_s`` … (the figures the table and the web page show, labelled "simulated")
     ttft_p50_s: float

@@ -48,16 +48,19 @@ VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is giv
 
 
 def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregate: bool,
-                progress: Progress | None = None) -> tuple[list[evaluate.CellModel], dict[tuple, list[str]]]:
-    """Every cell of the space with its service curves and unit costs, and per family the reasons
-    the cells that could not be modelled give."""
+                progress: Progress | None = None, gpu_prices: dict[str, float] | None = None,
+                ) -> tuple[list[evaluate.CellModel], dict[tuple, list[str]]]:
+    """Every cell of the space with its service curves and unit costs (``gpu_prices``: the user's price of
+    one GPU, by accelerator id, for bare platforms), and per family the reasons the cells that could not be
+    modelled give."""
     models, errors, costs, curves = [], defaultdict(list), {}, {}
     for i, cell in enumerate(space.cells):
         if progress:
             progress(i, len(space.cells), MODEL_STAGE)
         key = (cell.platform.id, cell.model)
         if key not in costs:
-            costs[key] = unit_costs(catalog, cell.platform, cell.model)
+            price = (gpu_prices or {}).get(cell.platform.accelerator.id) if cell.platform.system is None else None
+            costs[key] = unit_costs(catalog, cell.platform, cell.model, price)
         try:
             models.append(evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=disaggregate, curves=curves))
         except InferplanError as exc:
@@ -65,8 +68,6 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     if progress:
         progress(len(space.cells), len(space.cells), MODEL_STAGE)
     return models, errors
-
-
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None,
@@ -87,7 +88,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
     near = NearMisses(targets, margin := search_defaults().near_miss_margin.value)
     space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len, context_for=rl.context_for)
-    models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
+    models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress,
+                                 gpu_prices=req.gpu_price_usd)
     for family, messages in errors.items():
         stats[family].errors.extend(messages)
     for k, (cm, grids) in enumerate(zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing))):
@@ -284,7 +286,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
         systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
         rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
-        rental_basis=q.basis if q else None,
+        rental_basis=q.basis if q else None, price_basis=None if renting else cm.costs.price_basis,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
@@ -307,7 +309,8 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=replicas,
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None,
-                                               instance_gpus=q.instance_gpus if q else None),
+                                               instance_gpus=q.instance_gpus if q else None,
+                                               quote_usd=cm.costs.quote_usd),
         simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=replicas,
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),

@@ -125,10 +125,13 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
     """The platforms the request's filters leave: named systems/accelerators (unknown ids are
     errors naming the field), else every catalogue system of the wanted status, vendor and form
     factor; and, unless systems are named or only buying is asked, N of each accelerator with a
-    rental listing (or of the accelerators named), rented per GPU."""
+    rental listing (or of the accelerators named), rented per GPU; and N of each accelerator the request
+    gives a purchase price for (``gpu_price_usd``), bought bare."""
     out: list[Platform] = []
-    if req.accelerators or (req.pricing != "buy" and not req.systems):
-        names = req.accelerators or sorted({r.accelerator for r in catalog.rental_prices})
+    priced = tuple(req.gpu_price_usd or ())  # accelerators with the user's purchase price: bought bare too
+    if req.accelerators or priced or (req.pricing != "buy" and not req.systems):
+        rented = {r.accelerator for r in catalog.rental_prices} if req.pricing != "buy" else set()
+        names = req.accelerators or sorted(rented | set(priced))
         for name in names:
             accel = catalog.accelerator(name, field_name="accelerators")
             domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1

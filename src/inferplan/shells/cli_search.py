@@ -24,7 +24,7 @@ SEARCH_FLAGS = {
     "accelerators": "--accelerators", "engines": "--engines", "quantizations": "--quantizations",
     "kv_cache_dtypes": "--kv-cache-dtypes", "vendors": "--vendors", "statuses": "--status",
     "form_factors": "--form-factors", "max_gpus": "--max-gpus", "max_capex_usd": "--max-capex",
-    "max_power_w": "--max-power", "pricing": "--rent/--buy", "objective": "--objective", "top": "--top",
+    "max_power_w": "--max-power", "pricing": "--rent/--buy", "gpu_price_usd": "--gpu-price-usd", "objective": "--objective", "top": "--top",
     "targets.ttft_p50_s": "--ttft-p50", "targets.ttft_p95_s": "--ttft-p95", "targets.ttft_p99_s": "--ttft-p99",
     "targets.tpot_p95_s": "--tpot-p95", "targets.min_output_tokens_per_s_per_user": "--min-tokens-per-s-per-user",
     "arrival": "--arrival", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
@@ -73,6 +73,7 @@ def search_cmd(
     max_power_w: Optional[float] = typer.Option(None, "--max-power", help="At most this power draw, W."),
     rent: bool = typer.Option(False, "--rent", help="Price renting only."),
     buy: bool = typer.Option(False, "--buy", help="Price buying only."),
+    gpu_price_usd: Optional[str] = typer.Option(None, "--gpu-price-usd", help="Your price per bare GPU, USD, host share included: id=USD,... (h100-sxm=25000), or one number with one --accelerators."),
     objective: str = typer.Option("usd-per-mtok", "--objective", help="usd-per-mtok | monthly | capex | gpus | power"),
     top: int = typer.Option(10, "--top", help="Deployments to list."),
     no_speculative: bool = typer.Option(False, "--no-speculative", help="Do not try speculative decoding."),
@@ -107,7 +108,8 @@ def search_cmd(
         vendors=split_list(vendors, "--vendors"), statuses=split_list(status, "--status"),
         form_factors=split_list(form_factors, "--form-factors"), max_gpus=max_gpus, max_capex_usd=max_capex_usd,
         max_power_w=max_power_w, pricing="rent" if rent else "buy" if buy else "both", objective=objective, top=top,
-        speculative=not no_speculative, disaggregated=not no_disaggregated, prefix_cache_hit_rate=prefix_cache_hit_rate)
+        speculative=not no_speculative, disaggregated=not no_disaggregated, prefix_cache_hit_rate=prefix_cache_hit_rate,
+        gpu_price_usd=gpu_price_usd)
     targets = dict(ttft_p50_s=ttft_p50_s, ttft_p95_s=ttft_p95_s, ttft_p99_s=ttft_p99_s, tpot_p95_s=tpot_p95_s,
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95_s, max_utilisation=max_utilisation)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
