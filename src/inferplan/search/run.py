@@ -25,6 +25,7 @@ from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.profiles import own_runs
 from inferplan.search import evaluate
+from inferplan.search.answer import summarize
 from inferplan.search.arrivals import check_burst_spells
 from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE, Budget, Progress
 from inferplan.search.defaults import search_defaults
@@ -105,7 +106,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                     check=lambda: budget.check(stage=CHECK_STAGE))  # within each pick's simulation too
     results = tuple(_deployed(catalog, rank, p, rl, targets, req.models) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
-                          max_power_w=req.max_power_w, pricing=req.pricing)
+                          max_power_w=req.max_power_w, pricing=req.pricing, bare=_bare(space, f[1]))
                   for f, s in stats.items() if not s.feasible]
     infeasible = limit.explained(infeasible)
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
@@ -116,15 +117,23 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                    for f, m in space.refused.items()]
     if not results and not req.quantizations:
         infeasible = _with_smaller_formats(catalog, infeasible, space)
+    infeasible = sorted(infeasible, key=closest_first)
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
-        infeasible=tuple(sorted(infeasible, key=closest_first)),
+        infeasible=tuple(infeasible),
+        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin),
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, cards, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
         notes=(*_notes(asked, targets, rl), *(f"{n}, where the search names no engine or quantization" for m in req.models
                  if (n := tag_note(catalog, m))),
                *(n for m, card in cards.items() for n in api_comparison_notes(catalog, card, m))))
+
+
+def _bare(space: Space, platform: str) -> str | None:
+    """The accelerator of a platform of N bare GPUs (None: a system)."""
+    p = space.platforms.get(platform)
+    return p.accelerator.id if p is not None and p.system is None else None
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would

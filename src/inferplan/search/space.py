@@ -119,6 +119,7 @@ class Space:
     unpriced: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     # (model, platform, engine, quantization) -> why the engine does not run the model or its format on the GPU
     refused: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    platforms: dict[str, Platform] = field(default_factory=dict)  # every platform searched, by its id
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
@@ -227,6 +228,7 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
     for model in req.models:
         spec = resolve_model(catalog, model, field_name="models")
         searched = platforms(catalog, req)
+        space.platforms.update((p.id, p) for p in searched)
         named = named_build(catalog, model)  # an Ollama tag: its engine and build unless the request names others
         model_engines = [catalog.engine(named.engine)] if named and not req.engines else engines
         for accel, message in unpriced(catalog, req, searched):

@@ -61,7 +61,7 @@ def search_cmd(
     max_utilisation: Optional[float] = typer.Option(None, "--max-utilisation", help="Busiest instance's load factor at most, above 0 and at most 1 (with no TTFT target an assumed default applies, said in the notes)."),
     prefix_cache_hit_rate: Optional[float] = typer.Option(None, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (default: the --workload preset's with --users, else 0)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Only these systems (comma-separated ids)."),
-    accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented (comma-separated)."),
+    accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented, or bought at --gpu-price-usd (comma-separated)."),
     engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines (comma-separated): vllm, sglang, ktransformers, trtllm, llamacpp, mlx."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Weight formats to try (default: the model's builds)."),
     kv_cache_dtypes: Optional[str] = typer.Option(None, "--kv-cache-dtypes", help="KV-cache types to try (default: auto,fp8)."),
@@ -127,7 +127,8 @@ def search_cmd(
                    "pareto": [p.model_dump(mode="json") for p in result.pareto],
                    "api": [a.model_dump(mode="json") for a in result.api],
                    **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes",
-                                                             "near_misses", "near_miss_margin"})})
+                                                             "near_misses", "near_miss_margin",
+                                                             "infeasible_summary"})})
         return
     with _LateProgress() as progress:
         result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited), flags=flags)
@@ -135,7 +136,32 @@ def search_cmd(
 
     said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
     print_search(console, result.model_copy(update={"notes": tuple(flags_in(n, said) for n in result.notes)}),
-                 show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()})
+                 show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()},
+                 next_command=lambda changes: search_command(request, changes))
+
+
+def search_command(request, changes: dict) -> str:
+    """The ``inferplan search`` command of ``request`` with ``changes`` (request fields; None: left out, a
+    price of None: ``USD``, yours to state), every setting the request states as its flag."""
+    import shlex
+
+    fields = {**request.model_dump(exclude_defaults=True, exclude_none=True), **changes}
+    targets = fields.pop("targets", {}) or {}
+    models = fields.pop("models")
+    words = ["inferplan", "search", *(["--model", models[0]] if len(models) == 1 else ["--models", ",".join(models)])]
+    for key, value in [*fields.items(), *((f"targets.{k}", v) for k, v in targets.items())]:
+        if value is None:
+            continue
+        if key == "pricing":
+            words += [] if value == "both" else [f"--{value}"]
+        elif key in ("speculative", "disaggregated"):
+            words += [] if value else [f"--no-{key}"]
+        elif isinstance(value, dict):
+            words += [SEARCH_FLAGS[key], ",".join(f"{k}={'USD' if v is None else f'{v:g}'}" for k, v in value.items())]
+        else:
+            words += [SEARCH_FLAGS[key], ",".join(map(str, value)) if isinstance(value, (list, tuple)) else f"{value:g}"
+                      if isinstance(value, float) else str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _checked(build, *, own: dict[str, str] | None = None, flags: dict[str, str] = SEARCH_FLAGS):
