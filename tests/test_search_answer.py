@@ -95,3 +95,14 @@ def test_cli_json_keeps_every_family_and_adds_the_summary(unpriced):
     assert len(data["infeasible"]) == len(unpriced.infeasible)
     assert data["infeasible_summary"]["cause"] == unpriced.infeasible_summary.cause
     assert data["infeasible_summary"]["next_steps"][-1]["changes"] == {"gpu_price_usd": {"h100-sxm": None}}
+
+
+def test_a_next_step_command_states_every_setting_of_the_request_as_its_flag():
+    from inferplan.shells.cli_search import search_command
+
+    req = SearchRequest(models=("qwen3-8b",), request_rate_per_s=2, input_len=100, output_len=10, max_capex_usd=1e6,
+                        pricing="buy", speculative=False, accelerators=("h100-sxm",), targets=Targets(ttft_p95_s=2))
+    assert search_command(req, {"pricing": "rent"}) == (
+        "inferplan search --model qwen3-8b --request-rate 2 --input-len 100 --output-len 10 --accelerators h100-sxm "
+        "--max-capex 1000000 --rent --no-speculative --ttft-p95 2")
+    assert search_command(req, {"accelerators": None, "systems": ["hgx-h100"]}).count("--systems hgx-h100") == 1

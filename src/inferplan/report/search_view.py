@@ -133,7 +133,7 @@ def next_step_text(step: NextStep) -> str:
 
 def _value_text(value: object) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k}={'your price' if v is None else f'{v:g}'}" for k, v in value.items())
+        return ", ".join(f"{k}={'your price' if v is None else f'{v:.12g}'}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     return str(value)

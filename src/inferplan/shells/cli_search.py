@@ -157,9 +157,9 @@ def search_command(request, changes: dict) -> str:
         elif key in ("speculative", "disaggregated"):
             words += [] if value else [f"--no-{key}"]
         elif isinstance(value, dict):
-            words += [SEARCH_FLAGS[key], ",".join(f"{k}={'USD' if v is None else f'{v:g}'}" for k, v in value.items())]
+            words += [SEARCH_FLAGS[key], ",".join(f"{k}={'USD' if v is None else f'{v:.12g}'}" for k, v in value.items())]
         else:
-            words += [SEARCH_FLAGS[key], ",".join(map(str, value)) if isinstance(value, (list, tuple)) else f"{value:g}"
+            words += [SEARCH_FLAGS[key], ",".join(map(str, value)) if isinstance(value, (list, tuple)) else f"{value:.12g}"
                       if isinstance(value, float) else str(value)]
     return " ".join(shlex.quote(w) for w in words)
 
