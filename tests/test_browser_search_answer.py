@@ -87,3 +87,37 @@ def test_use_this_takes_keyboard_focus_to_the_simulator(page, server):
     planned(page, stamp)
     page.wait_for_function("document.activeElement && document.activeElement.id === 'sim-title'", timeout=10000)
     assert page.evaluate("document.activeElement.closest('#simulator') !== null")
+
+
+def test_bare_gpus_bought_without_a_price_lead_with_the_cause_and_a_price_ranks_them(page, server):
+    """Buying bare H100s: the answer leads with why (no purchase price for them alone) and what to search
+    next; the price typed beside the buy/rent choice reaches the search and prices the bare GPUs."""
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.fill("#search-users", "200")
+    page.fill("#search-top", "3")
+    page.select_option("#search-accelerators", ["h100-sxm"])
+    page.select_option("#search-engines", ["vllm"])
+    page.select_option("#search-pricing", "buy")
+    page.click("#search-run")
+    stamp = searched(page)
+    assert page.locator("#search-answer").is_visible()
+    assert page.text_content("#search-headline").startswith("Buying bare h100-sxm GPUs cannot be priced")
+    assert "hgx-h100" in page.text_content("#search-next")
+    assert page.locator("#search-infeasible li").count() < 5  # one line per reason, not per family
+    page.fill("#search-gpu-price", "0")
+    page.click("#search-run")
+    stamp = searched(page, stamp)
+    assert "gpu_price_usd" in page.text_content("#search-error")
+    assert page.get_attribute("#search-gpu-price", "aria-invalid") == "true"
+    assert page.locator("#search-answer").is_hidden()
+    page.problems.clear()
+    page.fill("#search-gpu-price", "h100-sxm=25000")
+    with page.expect_request("**/api/views/search") as sent:
+        page.click("#search-run")
+    assert sent.value.post_data_json["gpu_price_usd"] == "h100-sxm=25000"
+    searched(page, stamp)
+    assert page.locator("#search-answer").is_hidden()
+    results = page.evaluate("window.inferplan.lastSearch")["result"]["results"]
+    assert results and all(r["capex_usd"] == 25000 * r["gpus_paid"] for r in results)

@@ -11,7 +11,8 @@ from inferplan.report.charts import SCHEMA, TITLE_CONFIG
 from inferplan.report.money import monthly_text
 from inferplan.search.arrivals import plural, rate_text
 from inferplan.search.reasons import miss_text, unit_of
-from inferplan.search.result import ApiAlternative, Deployed, Infeasible, NearMiss, ParetoPoint, SearchResult, TargetMiss
+from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, NearMiss, NextStep, ParetoPoint, ReasonGroup,
+                                     SearchResult, TargetMiss)
 
 
 def duration(seconds: float) -> str:
@@ -95,6 +96,49 @@ def infeasible_text(x: Infeasible) -> str:
     return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}{hint}"
 
 
+def group_text(g: ReasonGroup, infeasible: tuple[Infeasible, ...] = ()) -> str:
+    """One reason and the families it failed: a lone family as ``infeasible_text`` says it, several as
+    "price — <message>: 55 families (qwen3-32b on 1x-h100-sxm, 2x-h100-sxm; llamacpp, vllm; 9 weight formats)"."""
+    if len(g.families) == 1:
+        f = g.families[0]
+        x = next((x for x in infeasible if (x.model, x.platform, x.engine, x.quantization, x.message)
+                  == (f.model, f.platform, f.engine, f.quantization, g.message)), None)
+        if x is not None:
+            return infeasible_text(x)
+        return f"{f.model} on {f.platform} · {f.engine} · {f.quantization}: {g.reason} — {g.message}"
+    def seen(attr: str) -> list[str]:
+        return list(dict.fromkeys(getattr(f, attr) for f in g.families))
+    quants = seen("quantization")
+    formats = ", ".join(quants) if len(quants) <= 3 else f"{len(quants)} weight formats"
+    return (f"{g.reason} — {g.message}: {len(g.families)} families ({', '.join(seen('model'))} on "
+            f"{', '.join(seen('platform'))}; {', '.join(seen('engine'))}; {formats})")
+
+
+def infeasible_lines(r: SearchResult) -> tuple[str, ...]:
+    """The failed families, one line per reason (``SearchResult.infeasible_summary``)."""
+    return tuple(group_text(g, r.infeasible) for g in r.infeasible_summary.groups)
+
+
+def headline(r: SearchResult) -> str:
+    """What leads an answer with no deployment: its one cause when one explains it."""
+    cause = r.infeasible_summary.cause
+    return f"{cause[0].upper()}{cause[1:]}." if cause else "No deployment meets every target."
+
+
+def next_step_text(step: NextStep) -> str:
+    """A next step in words with the request fields it sets, as the web page's form names them."""
+    said = [f"{k} {_value_text(v)}" for k, v in step.changes.items() if v is not None]
+    return f"{step.text} ({'; '.join(said)})" if said else step.text
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={'your price' if v is None else f'{v:.12g}'}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
 # how a near miss beats the top pick, by the objective
 CHEAPER_WORDS = {"usd-per-mtok": "cheaper", "monthly": "cheaper", "capex": "less capex", "gpus": "fewer GPUs",
                  "power": "less power"}
@@ -172,7 +216,9 @@ class SearchView(_Frozen):
     summary: str
     notes: tuple[str, ...]
     rows: tuple[SearchRow, ...]
-    infeasible: tuple[str, ...]  # one line per family that has no deployment that works
+    infeasible: tuple[str, ...]  # the families with no deployment that works, one line per reason
+    headline: str = ""  # with no deployment: its one cause when one explains it, else that none meets every target
+    next_steps: tuple[str, ...] = ()  # with a cause: the searches to run next, in words
     near_misses_title: str = ""  # what the near misses are, said above them
     near_misses: tuple[str, ...] = ()  # one line per near miss: the relaxed target that admits it, its cost
     api: tuple[str, ...]
@@ -201,8 +247,9 @@ def pareto_chart(r: SearchResult) -> dict | None:
 def search_view(r: SearchResult) -> SearchView:
     rows = tuple(SearchRow(rank=d.rank, deployment=deployment_text(d), cost=cost_text(d), latency=latency_text(d),
                            notes=d.notes, deploy=d.deploy, scenario=d.scenario) for d in r.results)
-    infeasible = tuple(infeasible_text(x) for x in r.infeasible)
     api = tuple(api_text(a) for a in r.api)
-    return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible, api=api,
+    return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible_lines(r), api=api,
+                      headline="" if rows else headline(r),
+                      next_steps=tuple(next_step_text(n) for n in r.infeasible_summary.next_steps),
                       near_misses_title=near_misses_title(r),
                       near_misses=tuple(near_miss_text(n, r.objective) for n in r.near_misses), chart=pareto_chart(r), result=r)

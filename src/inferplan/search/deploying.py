@@ -123,7 +123,7 @@ def _layout(cell: Cell) -> dict:
 
 def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: int, rented: bool,
                   speed_per_user: float, prefill: tuple[Cell, int] | None = None,
-                  instance_gpus: int | None = None) -> dict:
+                  instance_gpus: int | None = None, quote_usd: float | None = None) -> dict:
     """A scenario (scenario.py) the Users + ROI simulator plans this pick with: this model, format, engine,
     platform and replica cell, its ``replicas`` (for separate pools the decode pool's, with ``prefill`` — the
     prefill cell and its instances — as its ``prefill_pool``), rented or bought, at the search's load and
@@ -131,11 +131,14 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     its accelerator, as the pick's label names them, not the whole system. Users with a preset keep the
     preset with the search's prefix-cache share and speed target; a request rate or a trace is
     ``RATE_LOAD_USERS`` equal users sharing its month of tokens, at the load's mean lengths. The speed is
-    the search's target (mean tokens/s per user, or 1 / its TPOT p95), else ``speed_per_user``, the pick's own."""
+    the search's target (mean tokens/s per user, or 1 / its TPOT p95), else ``speed_per_user``, the pick's own.
+    ``quote_usd``: the user's price of a bare platform's N GPUs, its ``quote_usd_per_system``."""
     p = cell.platform
     part = rented and p.system is not None and instance_gpus is not None and instance_gpus < p.gpus
     platform = ({"system": p.system.id} if p.system and not part
                 else {"gpu": p.accelerator.id, "gpus": instance_gpus if part else p.gpus})
+    if quote_usd is not None and p.system is None:
+        platform["quote_usd_per_system"] = quote_usd
     s = {
         "model": cell.model, "quantization": cell.quantization, "engine": cell.engine,
         "kv_cache_dtype": cell.kv_cache_dtype, "platform": platform,

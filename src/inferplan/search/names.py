@@ -15,7 +15,7 @@ from typing import Callable
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.resolve import resolve_model
-from inferplan.search.request import SearchRequest
+from inferplan.search.request import GPU_PRICE_ALLOWED, SearchRequest
 
 AUTO_KV = "auto"  # the model's own KV dtype: a choice of its own, not the dtype it resolves to
 
@@ -44,7 +44,29 @@ def resolved_request(catalog: Catalog, req: SearchRequest) -> SearchRequest:
         update["form_factors"] = tuple(dict.fromkeys(req.form_factors))
     if req.workload is not None:
         catalog.workload_presets.get(req.workload, field_name="workload", error=InvalidScenarioError)
+    if req.gpu_price_usd is not None:
+        update["gpu_price_usd"] = _gpu_prices(catalog, req.gpu_price_usd, update.get("accelerators"))
     return req.model_copy(update=update)
+
+
+def _gpu_prices(catalog: Catalog, prices: float | dict[str, float],
+                searched: tuple[str, ...] | None) -> dict[str, float]:
+    """Each GPU price keyed by its accelerator's catalogue id; a bare number is the one accelerator searched's.
+    A key naming no accelerator, or one the request's accelerators leave out, is refused at ``gpu_price_usd.<key>``."""
+    if not isinstance(prices, dict):
+        if searched is None or len(searched) != 1:
+            raise InvalidScenarioError(
+                "a bare GPU price needs one accelerator searched, so that it is clear which it prices",
+                field="gpu_price_usd", allowed=GPU_PRICE_ALLOWED + "; or name one accelerator")
+        return {searched[0]: float(prices)}
+    out: dict[str, float] = {}
+    for key, usd in prices.items():
+        accel = catalog.accelerator(key, f"gpu_price_usd.{key}").id
+        if searched is not None and accel not in searched:
+            raise InvalidScenarioError(f"{key} is not among the accelerators searched", field=f"gpu_price_usd.{key}",
+                                       allowed=f"one of {', '.join(searched)}")
+        out[accel] = float(usd)
+    return out
 
 
 def model_cards(catalog: Catalog, req: SearchRequest) -> dict[str, str]:

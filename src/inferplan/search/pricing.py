@@ -46,6 +46,8 @@ class UnitCosts:
     notes: tuple[str, ...]
     # one rented GPU: the accelerator's TDP × the host share, as a bare GPU is rated (None: no TDP)
     rent_power_w_per_gpu: float | None = None
+    quote_usd: float | None = None  # the user's price of a bare unit's N GPUs (its scenario's quote_usd_per_system)
+    price_basis: str | None = None  # where the purchase price comes from (None: no purchase price)
 
     def rents(self, width: int) -> tuple["RentQuote", ...]:
         """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them
@@ -57,13 +59,17 @@ class UnitCosts:
         return max((x[2] for x in self.listings), default=None)
 
 
-def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
+def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | None = None) -> UnitCosts:
     """A platform unit's purchase, monthly owner and monthly rent cost, priced as ``plan`` prices a
-    loadout (mid of the price band, the catalogue's cost defaults, the median of the on-demand listings)."""
+    loadout (mid of the price band, the catalogue's cost defaults, the median of the on-demand listings).
+    ``usd_per_gpu``: the user's purchase price of one of a bare platform's GPUs, priced as ``plan`` prices a
+    bare-GPU platform with a vendor quote for its N GPUs (``platform.quote_usd_per_system``)."""
     if p.system is not None:
         s = Scenario(model=model, platform=ScenarioPlatform(system=p.system.id))
     else:
-        s = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=p.gpus))
+        quote = usd_per_gpu * p.gpus if usd_per_gpu is not None else None
+        s = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=p.gpus,
+                                                            quote_usd_per_system=quote))
     notes = []
     try:
         power_w, note = rated_power_w(s, p.system, p.accelerator)
@@ -72,7 +78,7 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
     if note:
         notes.append(note)
     rates = money_rates(catalog, s.money, p.system, p.accelerator)
-    capex = owner = None
+    capex = owner = basis = None
     if p.system is not None:
         try:
             capex, basis = priced_capex(catalog, s, p.system, 1)
@@ -80,6 +86,10 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
             notes.append(f"{p.system.name}: no price band in the catalogue, so it cannot be priced to buy")
         else:
             notes.append(f"capex: {basis}")
+    elif s.platform.quote_usd_per_system is not None:
+        capex, _ = priced_capex(catalog, s, None, 1)
+        basis = stated_price_text(p.accelerator.id, usd_per_gpu)
+        notes.append(f"capex: {basis}")
     if capex is not None and power_w is not None:
         operating = (money.power_cost_usd(power_w, utilization=rates.utilization, pue=rates.pue,
                                           usd_per_kwh=rates.electricity_usd_per_kwh)
@@ -87,7 +97,14 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
                      + capex * rates.support_share_of_capex_per_year / 12)
         owner = operating + capex / (rates.amortization_years * 12)
     listings = on_demand_listings(catalog, p.accelerator.id, rates.fx_usd_per_eur)
-    return UnitCosts(p.gpus, power_w, capex, owner, listings, tuple(notes), _rented_gpu_power_w(model, p))
+    return UnitCosts(p.gpus, power_w, capex, owner, listings, tuple(notes), _rented_gpu_power_w(model, p),
+                     quote_usd=s.platform.quote_usd_per_system, price_basis=basis)
+
+
+def stated_price_text(accelerator: str, usd_per_gpu: float) -> str:
+    """Where a bare GPU's purchase price comes from when the user states it."""
+    return (f"your price, ${usd_per_gpu:,.0f} per {accelerator} (gpu_price_usd), the machine around it included; "
+            "power is the GPUs' TDP × the host share")
 
 
 def _rented_gpu_power_w(model: str, p: Platform) -> float | None:

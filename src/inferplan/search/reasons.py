@@ -117,7 +117,8 @@ def closest_first(x: Infeasible) -> tuple:
 
 
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
-            max_power_w, pricing: str) -> Infeasible:
+            max_power_w, pricing: str, bare: str | None = None) -> Infeasible:
+    """``bare``: the accelerator of a platform of N bare GPUs (None: a system)."""
     model, platform, engine, quant = family
 
     def out(reason: str, message: str, shortfall: float | None = None) -> Infeasible:
@@ -149,6 +150,9 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             return out("price", f"no rental listing hosts an engine instance of {width} GPUs: the largest {accel} "
                        f"listing is a {largest}-GPU instance, and an instance's GPUs must share a host")
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
+        if bare is not None:  # one message for every N of the GPU: their families group as one reason
+            inside = ", which it prices inside systems" if pricing != "rent" else ""
+            return out("price", f"the catalogue has no {route} for bare {bare} GPUs{inside}")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing != "rent" and s.least_capex > max_capex_usd:
         return out("budget", f"meeting the targets costs at least ${rate_text(s.least_capex)} to buy; the cap is "

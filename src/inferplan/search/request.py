@@ -21,6 +21,10 @@ FORM_FACTOR_TIERS = {
     "node": ("node", "server"),
     "rack": ("rack",),
 }
+GPU_PRICE_MAX_USD = 1e8  # one accelerator, with its share of the machine: far above any catalogued system's per GPU
+GPU_PRICE_ALLOWED = ("a price in USD above 0 per GPU: id=USD pairs, comma-separated (h100-sxm=25000,rtx-4090=1800), "
+                     "or one number when one accelerator is searched")
+GpuPrices = float | dict[str, float]
 # entries in one filter list: twice the largest kind in the catalogue (66 accelerators), so every id
 # fits with room for aliases; the resolved ids are searched once each (``names.py``)
 MAX_FILTER_ITEMS = 128
@@ -103,6 +107,10 @@ class SearchRequest(Input):
     max_capex_usd: float | None = Field(None, gt=0, le=1e12, description="a bought deployment's capital cost, USD at most")
     max_power_w: float | None = Field(None, gt=0, le=1e10, description="a deployment's power draw, watts at most")
     pricing: Pricing = Field("both", description="price bought hardware, rented hardware, or both")
+    gpu_price_usd: GpuPrices | None = Field(
+        None, description="your purchase price of bare accelerators, USD per GPU with its share of the machine "
+        "around it, as {accelerator: USD} or the text \"h100-sxm=25000,rtx-4090=1800\" (a bare number when one "
+        "accelerator is searched); prices buying N of each, which the catalogue prices only inside systems")
     objective: Objective = Field("usd-per-mtok", description="what the results are ranked by, lowest first")
     top: int = Field(10, ge=1, le=1000, description="how many ranked deployments to return")
     speculative: bool = Field(True, description="also try speculative decoding where the model and engine offer a draft")
@@ -112,6 +120,11 @@ class SearchRequest(Input):
     @classmethod
     def _trace_file(cls, value: object) -> object:
         return as_trace_file(value)  # its own errors, not the union's ("trace.str: … a valid string")
+
+    @field_validator("gpu_price_usd", mode="before")
+    @classmethod
+    def _gpu_prices(cls, value: object) -> object:
+        return gpu_prices(value)
 
     @model_validator(mode="after")
     def _one_load(self) -> "SearchRequest":
@@ -140,6 +153,13 @@ class SearchRequest(Input):
         if self.systems and self.accelerators:
             raise InvalidScenarioError("name systems or accelerators, not both", field="accelerators",
                                        allowed="leave it out, or leave out systems")
+        if self.gpu_price_usd is not None and self.systems:
+            raise InvalidScenarioError("a GPU price prices bare accelerators; the systems named are priced by their "
+                                       "price bands", field="gpu_price_usd",
+                                       allowed="leave it out with systems, or name accelerators instead")
+        if self.gpu_price_usd is not None and self.pricing == "rent":
+            raise InvalidScenarioError("a GPU price prices buying; pricing rent searches rentals only",
+                                       field="gpu_price_usd", allowed="leave it out, or pricing buy or both")
         return self
 
     def _arrivals_fit_the_load(self) -> None:
@@ -162,3 +182,46 @@ class SearchRequest(Input):
                     raise InvalidScenarioError("a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the "
                                                "mean)", field=name, allowed="at most 1/3 with uniform lengths, or "
                                                "lognormal lengths")
+
+
+def gpu_prices(value: object) -> object:
+    """A GPU price as stated: a number, ``{id: USD}``, or the text ``"id=USD,id=USD"`` / ``"USD"``; each price
+    above 0 and at most ``GPU_PRICE_MAX_USD``, refused naming ``gpu_price_usd`` (or ``gpu_price_usd.<id>``)."""
+    if isinstance(value, str):
+        value = _price_text(value)
+    if isinstance(value, dict):
+        for key, usd in value.items():
+            _positive(usd, f"gpu_price_usd.{key}")
+        return value
+    if value is not None:
+        _positive(value, "gpu_price_usd")
+    return value
+
+
+def _price_text(text: str) -> float | dict[str, float]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if len(parts) == 1 and "=" not in parts[0]:
+        return _number(parts[0], "gpu_price_usd")
+    out: dict[str, float] = {}
+    for part in parts:
+        key, sep, usd = (x.strip() for x in part.partition("="))
+        if not sep or not key:
+            raise InvalidScenarioError(f"{part!r} is no accelerator=USD pair", field="gpu_price_usd",
+                                       allowed=GPU_PRICE_ALLOWED)
+        out[key] = _number(usd, f"gpu_price_usd.{key}")
+    if not out:
+        raise InvalidScenarioError("no price given", field="gpu_price_usd", allowed=GPU_PRICE_ALLOWED)
+    return out
+
+
+def _number(text: str, field: str) -> float:
+    try:
+        return float(text.replace("_", "").replace("$", ""))
+    except ValueError:
+        raise InvalidScenarioError(f"{text!r} is no price", field=field, allowed=GPU_PRICE_ALLOWED) from None
+
+
+def _positive(usd: object, field: str) -> None:
+    if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not (0 < usd <= GPU_PRICE_MAX_USD):
+        raise InvalidScenarioError(f"{usd!r} is no price", field=field,
+                                   allowed=f"a price in USD above 0 and at most {GPU_PRICE_MAX_USD:,.0f} per GPU")

@@ -83,6 +83,8 @@ class Deployed(_Frozen):
     capex_usd: float | None  # the purchase price of the systems (None: no price in the catalogue)
     power_w: float | None
     rent_or_buy: Literal["buy", "rent"]
+    # buying: where the purchase price comes from (the catalogue's price band, or the user's gpu_price_usd)
+    price_basis: str | None = None
     # the queueing approximation's percentiles, which ranked the pick; a simulated pick's own are
     # ``simulated_ttft_p50_s`` … (the figures the table and the web page show, labelled "simulated")
     ttft_p50_s: float
@@ -156,6 +158,38 @@ class Infeasible(_Frozen):
     shortfall: float | None = None
     fits_in_quantization: str | None = None  # memory, when nothing was found: a smaller format that fits (fit's answer)
     fits_at_max_model_len: int | None = None  # ... at this shorter context (None: at the load's)
+
+
+class Family(_Frozen):
+    model: str
+    platform: str
+    engine: str
+    quantization: str
+
+
+class ReasonGroup(_Frozen):
+    """Families that failed for one and the same reason, in words."""
+
+    reason: str  # as ``Infeasible.reason``
+    message: str
+    families: tuple[Family, ...]
+
+
+class NextStep(_Frozen):
+    """A search to run next: what it does, in words, and the request fields it changes (a field set to
+    None is left out; a price of None is yours to state)."""
+
+    text: str
+    changes: dict
+
+
+class InfeasibleSummary(_Frozen):
+    """The failed families grouped by reason and, when one cause explains the answer, it and what to search next
+    (``answer.py``)."""
+
+    cause: str | None = None  # one sentence that explains the answer (None: no single cause)
+    groups: tuple[ReasonGroup, ...] = ()  # largest first
+    next_steps: tuple[NextStep, ...] = ()
 
 
 class TargetMiss(_Frozen):
@@ -237,6 +271,7 @@ class SearchResult(_Frozen):
     load: LoadSummary
     results: tuple[Deployed, ...]
     infeasible: tuple[Infeasible, ...]
+    infeasible_summary: InfeasibleSummary = InfeasibleSummary()  # the same families grouped by reason, and the cause
     # cheaper deployments that miss only service targets, each by at most the near-miss margin, cheapest first
     near_misses: tuple[NearMiss, ...] = ()
     near_miss_margin: float = 0.0  # how far past a target a near miss may land (search/data/defaults.yaml)

@@ -25,6 +25,7 @@ from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.profiles import own_runs
 from inferplan.search import evaluate
+from inferplan.search.answer import summarize
 from inferplan.search.arrivals import check_burst_spells
 from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE, Budget, Progress
 from inferplan.search.defaults import search_defaults
@@ -48,16 +49,19 @@ VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is giv
 
 
 def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregate: bool,
-                progress: Progress | None = None) -> tuple[list[evaluate.CellModel], dict[tuple, list[str]]]:
-    """Every cell of the space with its service curves and unit costs, and per family the reasons
-    the cells that could not be modelled give."""
+                progress: Progress | None = None, gpu_prices: dict[str, float] | None = None,
+                ) -> tuple[list[evaluate.CellModel], dict[tuple, list[str]]]:
+    """Every cell of the space with its service curves and unit costs (``gpu_prices``: the user's price of
+    one GPU, by accelerator id, for bare platforms), and per family the reasons the cells that could not be
+    modelled give."""
     models, errors, costs, curves = [], defaultdict(list), {}, {}
     for i, cell in enumerate(space.cells):
         if progress:
             progress(i, len(space.cells), MODEL_STAGE)
         key = (cell.platform.id, cell.model)
         if key not in costs:
-            costs[key] = unit_costs(catalog, cell.platform, cell.model)
+            price = (gpu_prices or {}).get(cell.platform.accelerator.id) if cell.platform.system is None else None
+            costs[key] = unit_costs(catalog, cell.platform, cell.model, price)
         try:
             models.append(evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=disaggregate, curves=curves))
         except InferplanError as exc:
@@ -65,8 +69,6 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     if progress:
         progress(len(space.cells), len(space.cells), MODEL_STAGE)
     return models, errors
-
-
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None,
@@ -87,7 +89,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
     near = NearMisses(targets, margin := search_defaults().near_miss_margin.value)
     space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len, context_for=rl.context_for)
-    models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
+    models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress,
+                                 gpu_prices=req.gpu_price_usd)
     for family, messages in errors.items():
         stats[family].errors.extend(messages)
     for k, (cm, grids) in enumerate(zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing))):
@@ -103,7 +106,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                     check=lambda: budget.check(stage=CHECK_STAGE))  # within each pick's simulation too
     results = tuple(_deployed(catalog, rank, p, rl, targets, req.models) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
-                          max_power_w=req.max_power_w, pricing=req.pricing)
+                          max_power_w=req.max_power_w, pricing=req.pricing, bare=_bare(space, f[1]))
                   for f, s in stats.items() if not s.feasible]
     infeasible = limit.explained(infeasible)
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
@@ -114,15 +117,23 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                    for f, m in space.refused.items()]
     if not results and not req.quantizations:
         infeasible = _with_smaller_formats(catalog, infeasible, space)
+    infeasible = sorted(infeasible, key=closest_first)
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
-        infeasible=tuple(sorted(infeasible, key=closest_first)),
+        infeasible=tuple(infeasible),
+        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin),
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, cards, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
         notes=(*_notes(asked, targets, rl), *(f"{n}, where the search names no engine or quantization" for m in req.models
                  if (n := tag_note(catalog, m))),
                *(n for m, card in cards.items() for n in api_comparison_notes(catalog, card, m))))
+
+
+def _bare(space: Space, platform: str) -> str | None:
+    """The accelerator of a platform of N bare GPUs (None: a system)."""
+    p = space.platforms.get(platform)
+    return p.accelerator.id if p is not None and p.system is None else None
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -284,7 +295,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
         systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
         rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
-        rental_basis=q.basis if q else None,
+        rental_basis=q.basis if q else None, price_basis=None if renting else cm.costs.price_basis,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
@@ -307,7 +318,8 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=replicas,
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None,
-                                               instance_gpus=q.instance_gpus if q else None),
+                                               instance_gpus=q.instance_gpus if q else None,
+                                               quote_usd=cm.costs.quote_usd),
         simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=replicas,
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),

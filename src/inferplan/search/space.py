@@ -119,16 +119,20 @@ class Space:
     unpriced: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     # (model, platform, engine, quantization) -> why the engine does not run the model or its format on the GPU
     refused: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    platforms: dict[str, Platform] = field(default_factory=dict)  # every platform searched, by its id
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
     """The platforms the request's filters leave: named systems/accelerators (unknown ids are
     errors naming the field), else every catalogue system of the wanted status, vendor and form
     factor; and, unless systems are named or only buying is asked, N of each accelerator with a
-    rental listing (or of the accelerators named), rented per GPU."""
+    rental listing (or of the accelerators named), rented per GPU; and N of each accelerator the request
+    gives a purchase price for (``gpu_price_usd``), bought bare."""
     out: list[Platform] = []
-    if req.accelerators or (req.pricing != "buy" and not req.systems):
-        names = req.accelerators or sorted({r.accelerator for r in catalog.rental_prices})
+    priced = tuple(req.gpu_price_usd or ())  # accelerators with the user's purchase price: bought bare too
+    if req.accelerators or priced or (req.pricing != "buy" and not req.systems):
+        rented = {r.accelerator for r in catalog.rental_prices} if req.pricing != "buy" else set()
+        names = req.accelerators or sorted(rented | set(priced))
         for name in names:
             accel = catalog.accelerator(name, field_name="accelerators")
             domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
@@ -224,6 +228,7 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
     for model in req.models:
         spec = resolve_model(catalog, model, field_name="models")
         searched = platforms(catalog, req)
+        space.platforms.update((p.id, p) for p in searched)
         named = named_build(catalog, model)  # an Ollama tag: its engine and build unless the request names others
         model_engines = [catalog.engine(named.engine)] if named and not req.engines else engines
         for accel, message in unpriced(catalog, req, searched):

@@ -24,7 +24,7 @@ SEARCH_FLAGS = {
     "accelerators": "--accelerators", "engines": "--engines", "quantizations": "--quantizations",
     "kv_cache_dtypes": "--kv-cache-dtypes", "vendors": "--vendors", "statuses": "--status",
     "form_factors": "--form-factors", "max_gpus": "--max-gpus", "max_capex_usd": "--max-capex",
-    "max_power_w": "--max-power", "pricing": "--rent/--buy", "objective": "--objective", "top": "--top",
+    "max_power_w": "--max-power", "pricing": "--rent/--buy", "gpu_price_usd": "--gpu-price-usd", "objective": "--objective", "top": "--top",
     "targets.ttft_p50_s": "--ttft-p50", "targets.ttft_p95_s": "--ttft-p95", "targets.ttft_p99_s": "--ttft-p99",
     "targets.tpot_p95_s": "--tpot-p95", "targets.min_output_tokens_per_s_per_user": "--min-tokens-per-s-per-user",
     "arrival": "--arrival", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
@@ -61,7 +61,7 @@ def search_cmd(
     max_utilisation: Optional[float] = typer.Option(None, "--max-utilisation", help="Busiest instance's load factor at most, above 0 and at most 1 (with no TTFT target an assumed default applies, said in the notes)."),
     prefix_cache_hit_rate: Optional[float] = typer.Option(None, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (default: the --workload preset's with --users, else 0)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Only these systems (comma-separated ids)."),
-    accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented (comma-separated)."),
+    accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented, or bought at --gpu-price-usd (comma-separated)."),
     engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines (comma-separated): vllm, sglang, ktransformers, trtllm, llamacpp, mlx."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Weight formats to try (default: the model's builds)."),
     kv_cache_dtypes: Optional[str] = typer.Option(None, "--kv-cache-dtypes", help="KV-cache types to try (default: auto,fp8)."),
@@ -73,6 +73,7 @@ def search_cmd(
     max_power_w: Optional[float] = typer.Option(None, "--max-power", help="At most this power draw, W."),
     rent: bool = typer.Option(False, "--rent", help="Price renting only."),
     buy: bool = typer.Option(False, "--buy", help="Price buying only."),
+    gpu_price_usd: Optional[str] = typer.Option(None, "--gpu-price-usd", help="Your price per bare GPU, USD, host share included: id=USD,... (h100-sxm=25000), or one number with one --accelerators."),
     objective: str = typer.Option("usd-per-mtok", "--objective", help="usd-per-mtok | monthly | capex | gpus | power"),
     top: int = typer.Option(10, "--top", help="Deployments to list."),
     no_speculative: bool = typer.Option(False, "--no-speculative", help="Do not try speculative decoding."),
@@ -107,7 +108,8 @@ def search_cmd(
         vendors=split_list(vendors, "--vendors"), statuses=split_list(status, "--status"),
         form_factors=split_list(form_factors, "--form-factors"), max_gpus=max_gpus, max_capex_usd=max_capex_usd,
         max_power_w=max_power_w, pricing="rent" if rent else "buy" if buy else "both", objective=objective, top=top,
-        speculative=not no_speculative, disaggregated=not no_disaggregated, prefix_cache_hit_rate=prefix_cache_hit_rate)
+        speculative=not no_speculative, disaggregated=not no_disaggregated, prefix_cache_hit_rate=prefix_cache_hit_rate,
+        gpu_price_usd=gpu_price_usd)
     targets = dict(ttft_p50_s=ttft_p50_s, ttft_p95_s=ttft_p95_s, ttft_p99_s=ttft_p99_s, tpot_p95_s=tpot_p95_s,
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95_s, max_utilisation=max_utilisation)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
@@ -125,7 +127,8 @@ def search_cmd(
                    "pareto": [p.model_dump(mode="json") for p in result.pareto],
                    "api": [a.model_dump(mode="json") for a in result.api],
                    **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes",
-                                                             "near_misses", "near_miss_margin"})})
+                                                             "near_misses", "near_miss_margin",
+                                                             "infeasible_summary"})})
         return
     with _LateProgress() as progress:
         result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited), flags=flags)
@@ -133,7 +136,32 @@ def search_cmd(
 
     said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
     print_search(console, result.model_copy(update={"notes": tuple(flags_in(n, said) for n in result.notes)}),
-                 show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()})
+                 show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()},
+                 next_command=lambda changes: search_command(request, changes))
+
+
+def search_command(request, changes: dict) -> str:
+    """The ``inferplan search`` command of ``request`` with ``changes`` (request fields; None: left out, a
+    price of None: ``USD``, yours to state), every setting the request states as its flag."""
+    import shlex
+
+    fields = {**request.model_dump(exclude_defaults=True, exclude_none=True), **changes}
+    targets = fields.pop("targets", {}) or {}
+    models = fields.pop("models")
+    words = ["inferplan", "search", *(["--model", models[0]] if len(models) == 1 else ["--models", ",".join(models)])]
+    for key, value in [*fields.items(), *((f"targets.{k}", v) for k, v in targets.items())]:
+        if value is None:
+            continue
+        if key == "pricing":
+            words += [] if value == "both" else [f"--{value}"]
+        elif key in ("speculative", "disaggregated"):
+            words += [] if value else [f"--no-{key}"]
+        elif isinstance(value, dict):
+            words += [SEARCH_FLAGS[key], ",".join(f"{k}={'USD' if v is None else f'{v:.12g}'}" for k, v in value.items())]
+        else:
+            words += [SEARCH_FLAGS[key], ",".join(map(str, value)) if isinstance(value, (list, tuple)) else f"{value:.12g}"
+                      if isinstance(value, float) else str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _checked(build, *, own: dict[str, str] | None = None, flags: dict[str, str] = SEARCH_FLAGS):

@@ -3,19 +3,22 @@ columns), the cheaper near misses and the relaxed target that admits each, the f
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferplan.report.search_view import (api_text, cost_text, deployment_text, infeasible_text, latency_text,
-                                          near_miss_text, near_misses_title, pareto_text, summary_text)
+from inferplan.report.search_view import (api_text, cost_text, deployment_text, headline, infeasible_lines,
+                                          latency_text, near_miss_text, near_misses_title, pareto_text, summary_text)
 from inferplan.search.result import SearchResult
 from inferplan.shells.command_lines import script_lines
 
 
 def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False,
-                 flags: dict[str, str] | None = None) -> None:
-    """``flags``: each target's command-line flag, to say a near miss's relaxed target as one."""
+                 flags: dict[str, str] | None = None, next_command: Callable[[dict], str] | None = None) -> None:
+    """``flags``: each target's command-line flag, to say a near miss's relaxed target as one;
+    ``next_command``: a next step's request changes as the command to run."""
     console.print(f"[bold]{escape(summary_text(r))}[/]")
     for note in r.notes:
         console.print(f"[dim]{escape(note)}[/]")
@@ -30,17 +33,22 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         console.print(table)
         _print_picks(console, r, show_deploy=show_deploy)
     else:
-        console.print("[bold red]No deployment meets every target.[/] Why, family by family:")
+        console.print(f"[bold red]{escape(headline(r))}[/]", highlight=False)
+        for step in r.infeasible_summary.next_steps:
+            console.print(f"  - {step.text}", highlight=False, markup=False)
+            if next_command is not None:
+                console.print(f"    {next_command(step.changes)}", soft_wrap=True, highlight=False, markup=False)
     if r.near_misses:
         console.print(f"[bold]{escape(near_misses_title(r))}:[/]")
         for n in r.near_misses:
             console.print(f"  {near_miss_text(n, r.objective, flags)}", highlight=False, markup=False)
     if r.infeasible:
-        shown = r.infeasible if not r.results else r.infeasible[:12]
-        console.print(f"[bold]{len(r.infeasible)} families with no deployment that works[/]"
-                      + (" (first 12; --json lists all)" if len(shown) < len(r.infeasible) else "") + ":")
-        for x in shown:
-            console.print(f"  {infeasible_text(x)}", highlight=False, markup=False)
+        lines = infeasible_lines(r)
+        shown = lines if not r.results else lines[:12]
+        console.print(f"[bold]{len(r.infeasible)} families with no deployment that works, by reason[/]"
+                      + (" (first 12 reasons; --json lists all)" if len(shown) < len(lines) else "") + ":")
+        for line in shown:
+            console.print(f"  {line}", highlight=False, markup=False)
     if r.pareto:
         console.print("[bold]cost against interactivity[/] (no deployment is both cheaper and faster per user):")
         for p in r.pareto[:8]:

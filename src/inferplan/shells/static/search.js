@@ -43,6 +43,8 @@ async function searchRequest() {
   }
   for (const [id, key] of [["search-max-gpus", "max_gpus"], ["search-max-capex", "max_capex_usd"],
     ["search-max-power", "max_power_w"], ["search-prefix-cache", "prefix_cache_hit_rate"]]) if ($(id).value !== "") request[key] = number(id);
+  // the server reads "id=USD, …" or one number (search/request.py), and refuses it naming gpu_price_usd
+  if ($("search-gpu-price").value.trim() !== "") request.gpu_price_usd = $("search-gpu-price").value.trim();
   for (const [id, key] of SEARCH_FILTERS) {
     const chosen = $(id).disabled ? [] : [...$(id).selectedOptions].map((o) => o.value);
     if (chosen.length) request[key] = chosen;  // none chosen: the server's default
@@ -111,7 +113,9 @@ function pickNotes(row) {
 // earlier search stays beside the error.
 function clearSearchAnswer() {
   state.lastSearch = null;
-  for (const id of ["search-notes", "search-api", "search-infeasible", "search-near"]) $(id).replaceChildren();
+  for (const id of ["search-notes", "search-api", "search-infeasible", "search-near", "search-next"]) $(id).replaceChildren();
+  $("search-headline").textContent = "";
+  $("search-answer").hidden = true;
   clearFigure($("chart-search"));
   $("search-table").tBodies[0].replaceChildren();
   $("search-summary").textContent = "";
@@ -132,6 +136,10 @@ async function runSearch(event) {
     $("search-table").hidden = view.rows.length === 0;  // nothing meets every target: the reasons below say why
     $("search-infeasible-box").hidden = view.infeasible.length === 0;
     $("search-summary").textContent = view.summary;
+    // nothing found: its one cause when one explains it, and the searches to run next
+    $("search-answer").hidden = view.headline === "";
+    $("search-headline").textContent = view.headline;
+    $("search-next").replaceChildren(...view.next_steps.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
     $("search-notes").replaceChildren(...view.notes.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
     $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");

@@ -1,0 +1,76 @@
+"""Why nothing (or little) was found, said once: the failed families grouped by identical reason and, when
+one cause explains the answer, that cause and the searches to run next.
+
+Buying bare GPUs the catalogue prices only inside systems fails every family on price: the answer is one
+sentence and three next steps (the systems that hold those GPUs, renting them, a price of your own),
+not one line per family. A price cause leads when every family failed on price, or most did and the rest
+missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed
+model's error, so not the cause)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from inferplan.catalog.loader import Catalog
+from inferplan.search.request import SearchRequest
+from inferplan.search.result import Deployed, Family, Infeasible, InfeasibleSummary, NextStep, ReasonGroup
+from inferplan.search.space import Platform
+
+PRICE = "price"
+
+
+def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...], infeasible: tuple[Infeasible, ...],
+              platforms: dict[str, Platform], margin: float) -> InfeasibleSummary:
+    """The failed families grouped by reason; with no result, the cause and next steps when price is it."""
+    groups = _groups(infeasible)
+    if results or not _price_is_the_cause(infeasible, margin):
+        return InfeasibleSummary(groups=groups)
+    bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
+                   and (p := platforms.get(x.platform)) is not None and p.system is None})
+    if not bare or req.pricing == "rent":
+        return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
+    gpus = ", ".join(bare)
+    cause = (f"buying bare {gpus} GPUs cannot be priced: the catalogue has no purchase price for them alone "
+             "(it prices them inside systems)")
+    return InfeasibleSummary(cause=cause, groups=groups, next_steps=_next_steps(catalog, req, bare))
+
+
+def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
+    by: dict[tuple[str, str], list[Family]] = {}
+    for x in infeasible:
+        by.setdefault((x.reason, x.message), []).append(
+            Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization))
+    ordered = sorted(by.items(), key=lambda kv: -len(kv[1]))  # stable: within a size, the families' own order
+    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f)) for (r, m), f in ordered)
+
+
+def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float) -> bool:
+    """Every family failed on price, or most did and each other missed a target by at most ``margin``."""
+    reasons = Counter(x.reason for x in infeasible)
+    if not reasons[PRICE]:
+        return False
+    rest = [x for x in infeasible if x.reason != PRICE]
+    hair = all(x.reason == "latency" and x.shortfall is not None and x.shortfall <= 1 + margin for x in rest)
+    return not rest or (reasons[PRICE] > len(rest) and hair)
+
+
+def _route_words(pricing: str) -> str:
+    return {"buy": "the catalogue has no purchase price for the platforms searched",
+            "rent": "no rental listing hosts the platforms searched"}.get(
+        pricing, "the catalogue has neither a purchase price nor a rental listing for the platforms searched")
+
+
+def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
+    systems = [s.id for s in catalog.systems if s.accelerator in bare and s.price is not None
+               and s.price.usd_low is not None and s.status.value in req.statuses]
+    rented = sorted({r.accelerator for r in catalog.rental_prices} & set(bare))
+    steps = []
+    if systems:
+        steps.append(NextStep(text=f"search the catalogued systems that hold them: {', '.join(systems)}",
+                              changes={"systems": systems, "accelerators": None, "gpu_price_usd": None}))
+    if rented and req.pricing == "buy":
+        steps.append(NextStep(text=f"rent them (rental listings are catalogued for {', '.join(rented)})",
+                              changes={"pricing": "rent", "gpu_price_usd": None}))
+    steps.append(NextStep(text="state your own purchase price per GPU, the machine around it included",
+                          changes={"gpu_price_usd": {a: None for a in bare}}))
+    return tuple(steps)
