@@ -142,6 +142,10 @@ def check_references(catalog) -> None:
             raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by trtllm-bench is for a TensorRT-LLM run that "
                                "states no max_num_seqs (the tool chose it), in a format the tool tunes "
                                f"({', '.join(BENCH_TUNED_FORMATS)}) and with its KV cache dtype stated", field=point.id)
+    for point in catalog.memory_points:
+        if point.measured.fits_source not in (None, *catalog.sources):
+            raise CatalogError(f"MemoryPoint:{point.id}: fits_source: unknown source {point.measured.fits_source!r}",
+                               field=f"{point.id}.measured.fits_source", allowed="the id of a source the catalogue lists")
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):
