@@ -18,14 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "inferplan"
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*[A-Za-z0-9]")
 
 NOT_CITED_YET = frozenset({
-    "developer0hye-bllossom-script", "e3-nebius-llama-3.3-70b", "eng-mlx-wired-limit", "eng-vllm-gpu-worker",
-    "flags-vllm-parallel-config", "gguf-llamacpp-pr15091-gpt-oss",
-    "jeansblog-trt-llm-setup-script", "mr-sglang-pr631-nvls-off", "mr-sglang-v0521-release",
-    "nv-dgxc-benchmarking", "nv-rtx-pro-6000-server-datasheet", "nv-seed-001-nvfp4",
-    "ox-llmfit-metal-working-set", "q-seed003-kivi", "seedlines-nemo-kimi-k2",
-    "seedlines-vllm-dsv32-indexer-cache", "smn-sglang-pr3730", "sp-amd-mlperf41-blog",
-    "sp-mlperf-llama2-readme", "sp-sglang-gptoss-bench", "spm-rapidmlx-pr585", "srb-inferencex-pr1488",
-    "srb-trtllm-configdb-qwen3-235b-gb200", "ssl-sglang-dsv4-page", "ssl-sglang-kimi-k3-page",
+    "eng-mlx-wired-limit", "gguf-llamacpp-pr15091-gpt-oss", "seedlines-nemo-kimi-k2",
 })
 
 
