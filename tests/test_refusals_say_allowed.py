@@ -104,3 +104,11 @@ def test_every_config_import_refusal_says_what_is_allowed():
     calls += [(path, call) for path in READERS for call in _calls(path.read_text(encoding="utf-8"), "error")]
     bare = [f"{path.relative_to(PACKAGE)}: {' '.join(call.split())[:80]}" for path, call in calls if "allowed=" not in call]
     assert not bare, bare
+
+
+def test_an_unknown_entry_says_where_each_shell_lists_the_names():
+    out = CliRunner().invoke(app, ["catalog", "show", "no-such-entry-anywhere", "--json"])
+    assert out.exit_code == 2
+    allowed = json.loads(out.stdout)["error"]["allowed"]
+    assert "`inferplan catalog list KIND`" in allowed  # the CLI has no search command
+    assert "the API's GET /api/search?q= finds one from part of its name" in allowed
