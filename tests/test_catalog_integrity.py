@@ -77,6 +77,30 @@ def test_an_unknown_source_id_fails_to_load(tmp_path):
         load_files([bad])
 
 
+def _verdict_only_point(**measured) -> tuple[list, dict]:
+    field = yaml.safe_load((DATA_DIR / "measurements" / "memory_field.yaml").read_text())
+    point = next(p for p in field["memory_points"] if p["id"] == "f13-llama31-8b-l4-1k")
+    return field["sources"], dict(point, measured=measured)
+
+
+@pytest.mark.parametrize(("measured", "message"), [
+    ({"fits": True}, "fits_source"),
+    ({"fits": True, "fits_source": "nowhere"}, "unknown source 'nowhere'"),
+])
+def test_a_verdict_only_memory_point_needs_a_known_source(tmp_path, measured, message):
+    sources, point = _verdict_only_point(**measured)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"sources": sources, "memory_points": [point]}))
+    with pytest.raises(CatalogError, match=message):
+        load_files([bad])
+
+
+def test_every_memory_point_cites_a_source(catalog):
+    unsourced = [p.id for p in catalog.memory_points
+                 if p.measured.fits_source is None and not any(True for _ in iter_sourced(p.measured))]
+    assert not unsourced, unsourced
+
+
 @pytest.mark.parametrize("kind", ["accelerators", "systems", "models", "quantizations", "kv_cache_dtypes", "engines"])
 def test_names_and_aliases_are_unique_within_a_kind(catalog, kind):
     names = Counter()

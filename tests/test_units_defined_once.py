@@ -42,3 +42,12 @@ def test_the_rendering_helpers_write_each_unit_as_messages_do():
     assert fmt_gb_per_s(1.2e11) == "120.0 GB/s" and fmt_gb_per_s(5.46e11, "g") == "546 GB/s"
     assert fmt_kib(163840) == "160.0 KiB" and fmt_ms(0.25) == "250 ms" and fmt_ms(0.0123, ",.2f") == "12.30 ms"
     assert fmt_billions(7.6e9, ".1f") == "7.6B" and fmt_billions(2.5e12, ",.2f") == "2,500.00B"
+
+
+def test_the_layout_in_the_development_guide_names_the_rendering_helpers():
+    units = (PACKAGE / "units.py").read_text(encoding="utf-8")
+    helpers = {"WRITTEN_UNITS", *re.findall(r"^(fmt_\w+) = ", units, re.M),
+               *re.findall(r"^def (fmt_\w+|written_in)\(", units, re.M)}
+    guide = (PACKAGE.parents[1] / "docs" / "development.md").read_text(encoding="utf-8")
+    line = next(line for line in guide.splitlines() if line.lstrip().startswith("units.py"))
+    assert {h for h in helpers if h not in line} == set(), line

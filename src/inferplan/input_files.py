@@ -48,7 +48,8 @@ def read_bytes(path: Path, *, field: str, error: type[InferplanError], max_bytes
         with open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)  # the file may have grown since stat
     except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror}", field=field) from None
+        raise error(f"cannot read {path}: {exc.strerror}", field=field,
+                    allowed="a file that exists and that inferplan's user may read") from None
     if len(data) > max_bytes:
         raise error(f"{path} has more than {max_bytes} bytes", field=field, allowed=f"a file of at most {max_bytes} bytes")
     return data
@@ -135,7 +136,7 @@ def parse_json(text: str | bytes, *, where: str, field: str, error: type[Inferpl
     except RecursionError:
         raise _too_deep(where, field, error) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise error(f"{where} is not valid JSON: {exc}", field=field) from None
+        raise error(f"{where} is not valid JSON: {exc}", field=field, allowed="JSON text (RFC 8259)") from None
     check_depth(data, where=where, field=field, error=error)
     return data
 

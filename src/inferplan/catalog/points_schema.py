@@ -9,7 +9,7 @@ Real annotations, as in ``schema.py``.
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from inferplan.catalog.provenance import Bytes, BytesPerS, Count, Sourced
 from inferplan.catalog.schema import SLUG, Frozen
@@ -51,6 +51,17 @@ class MemoryMeasured(Frozen):
     # vLLM V1 start-up check "(<x> GiB KV cache is needed, ...)": what one max_model_len request needs
     kv_cache_needed_bytes_per_gpu: Bytes | None = None
     fits: bool = True
+    # the source stating whether the start-up succeeded: required of a verdict-only record (no number above
+    # cites one), whose verdict is its whole measurement
+    fits_source: str | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _verdict_sourced(self) -> "MemoryMeasured":
+        numbers = (getattr(self, name) for name in type(self).model_fields)
+        if self.fits_source is None and not any(isinstance(n, Sourced) for n in numbers):
+            raise ValueError("a verdict-only record (fits and no measured number) needs fits_source: the id of "
+                             "the source that states the start-up succeeded or failed")
+        return self
 
 
 class MemoryPoint(Frozen):

@@ -9,8 +9,10 @@ from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
 KINDS = {k.replace("_", "-"): k for k in SECTIONS} | {"sources": "sources"}
+# where each shell lists the names an entry goes by: the CLI has no search, the API's GET /api/search has
+ENTRY_NAME = ("an id or alias of a catalogue entry, as `inferplan catalog list KIND` or the API's "
+              "GET /api/catalog/KIND lists them (the API's GET /api/search?q= finds one from part of its name)")
 # the words the CLI's own flags use for two kinds (--gpu, --model): accepted, not listed among the kinds
-ENTRY_NAME = "an id or alias of a catalogue entry (search finds one from part of its name)"
 KIND_WORDS = {"gpus": "accelerators", "gpu": "accelerators", "model": "models", "system": "systems"}
 
 

@@ -147,6 +147,10 @@ def check_references(catalog) -> None:
             raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by {point.batch_limits_by} is for a run of "
                                f"{runs} that states no max_num_seqs (the tool chose it), in a format the tool "
                                f"tunes ({tuned}) and with its KV cache dtype stated", field=point.id)
+    for point in catalog.memory_points:
+        if point.measured.fits_source not in (None, *catalog.sources):
+            raise CatalogError(f"MemoryPoint:{point.id}: fits_source: unknown source {point.measured.fits_source!r}",
+                               field=f"{point.id}.measured.fits_source", allowed="the id of a source the catalogue lists")
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

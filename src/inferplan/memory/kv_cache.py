@@ -196,8 +196,9 @@ def mla_latent_bytes_per_token_per_layer(arch: Architecture, kv_bits: float) -> 
 
 def indexer_bytes_per_token_per_layer(arch: Architecture) -> float:
     """DSA indexer keys: FP8 whatever the KV dtype, plus one FP32 scale per 128 values (vLLM's
-    DeepseekV32IndexerCache and SGLang's NSA pool both store 132 bytes for a 128-wide key); averaged
-    over the sparse layers where only some run an indexer of their own (GLM-5.2)."""
+    DeepseekV32IndexerCache, catalogue source seedlines-vllm-dsv32-indexer-cache, and SGLang's NSA pool
+    both store 132 bytes for a 128-wide key); averaged over the sparse layers where only some run an
+    indexer of their own (GLM-5.2)."""
     if arch.dsa is None:
         return 0.0
     d = arch.dsa.index_head_dim
