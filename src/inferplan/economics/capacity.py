@@ -210,7 +210,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
         meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
-        stated_max_num_seqs=cell.max_num_seqs if cell.max_num_seqs != stated.max_num_seqs else None,
+        stated_max_num_seqs=cell.max_num_seqs,
         own_runs=own_run_words(profile, skipped),
     )
 
