@@ -12,12 +12,17 @@ window.inferplan = state;
 // what a request that got no reply at all says (fetch's own words are "Failed to fetch")
 const NO_REPLY = "the server did not answer: is `inferplan serve` still running? Start it again and retry";
 
+// a request's response, or where none comes (the server stopped, the network down) an error saying NO_REPLY
+function answered(path, init) {
+  return fetch(path, init).catch(() => { throw new Error(NO_REPLY); });
+}
+
 async function api(method, path, body, onProgress) {  // onProgress: asks for the route's progress (progress.js)
-  const response = await fetch(path, {
+  const response = await answered(path, {
     method,
     headers: body === undefined ? {} : { "Content-Type": "application/json", ...(onProgress && { Accept: NDJSON }) },
     body: body === undefined ? undefined : JSON.stringify(body),
-  }).catch(() => { throw new Error(NO_REPLY); });
+  });
   if (response.status === 204) return null;
   const data = onProgress && response.ok ? await streamed(response, onProgress) : await response.json().catch(() => null);
   if (!response.ok || (onProgress && data.error)) {  // a stream ends with the error body a plain reply would carry
@@ -264,7 +269,7 @@ function scheduleUpdate() {
 
 async function downloadReport() {
   try {
-    const response = await fetch("/api/report", {
+    const response = await answered("/api/report", {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ scenario: readScenario(), draws: 2000, currency: $("currency").value }),
     });
