@@ -116,7 +116,9 @@ function clearAnswer() {
 
 // A launch command as the server words it, each space-separated word in a span (.arg) the line does not
 // break inside, so a narrow box wraps it between arguments and never at a flag's hyphen; the text is unchanged.
+// The box is a tab stop: an argument longer than it scrolls sideways, which a keyboard does once it is focused.
 function showCommand(element, text) {
+  element.tabIndex = 0;
   element.replaceChildren(...text.split("\n").flatMap((line, i) => [...(i ? ["\n"] : []),
     ...line.split(" ").flatMap((word, j) => {
       const arg = document.createElement("span");
