@@ -1,6 +1,7 @@
 """A launch command wraps between its arguments only, never breaking "--model-path" at its hyphen — the
 simulator's on a phone (375 px), each ranked pick's on a phone and on a desktop — an argument longer than
-its box scrolling sideways; and on a phone the ranked table's caption spans the rows above them."""
+its box scrolling sideways, the box a tab stop for the keyboard that scrolls it; and on a phone the ranked
+table's caption spans the rows above them."""
 
 import contextlib
 
@@ -82,6 +83,7 @@ def test_on_a_phone_a_ranked_picks_launch_keeps_its_flags_whole(phone):
     assert commands.count() == 3
     for i in range(3):
         assert commands.nth(i).evaluate(SPLIT_ARGUMENTS) == [], commands.nth(i).text_content()
+        assert commands.nth(i).get_attribute("tabindex") == "0"  # a keyboard reaches it to scroll it
     beyond = phone.evaluate("""() => [...document.querySelectorAll('#search-table td')]
         .map((td) => Math.round(td.getBoundingClientRect().right)).filter((right) => right > 375)""")
     assert beyond == []
@@ -103,7 +105,10 @@ def test_what_runs_on_my_gpus_commands_wrap_between_arguments_only(browser, serv
         commands = pg.locator("#homelab-table tbody td:last-child")
         count = commands.count()
         split = [a for i in range(count) for a in commands.nth(i).evaluate(SPLIT_ARGUMENTS)]
+        unreachable = pg.evaluate("""() => [...document.querySelectorAll('#homelab-table td.command')]
+            .filter((td) => td.tabIndex !== 0).length""")  # a keyboard reaches each to scroll it
         beyond = pg.evaluate(f"""() => [...document.querySelectorAll('#homelab-table td')]
             .filter((td) => td.getBoundingClientRect().right > {width}).length""")
     assert count > 20 and split == []  # "--max_seq_len" and repo names were split at hyphens
     assert beyond == 0  # a long argument scrolls in its cell rather than widening every row
+    assert unreachable == 0

@@ -29,3 +29,13 @@ def test_a_plan_and_a_search_without_a_reply_say_the_server_did_not_answer(page,
     page.wait_for_function("() => document.querySelector('#error').hidden", timeout=60000)  # the next plan clears it
     assert page.locator("#cards .card").count() > 0
     page.problems.clear()  # the refused requests' console lines are the point of this test
+
+
+def test_a_report_download_without_a_reply_says_the_server_did_not_answer(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.route("**/api/report", lambda route: route.abort("connectionrefused"))
+    page.click("#download-report")
+    page.wait_for_function("() => !document.querySelector('#error').hidden", timeout=10000)
+    assert "the server did not answer" in page.text_content("#error")  # it read "Failed to fetch"
+    page.problems.clear()  # the refused request's console line is the point of this test

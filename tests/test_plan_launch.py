@@ -126,3 +126,36 @@ def test_a_llamacpp_launch_opens_no_more_slots_than_the_release_allows(catalog):
     r = plan(s, catalog)
     argv = shlex.split(" ".join(line.rstrip("\\") for line in plan_launch(catalog, s, r).text.splitlines()))
     assert argv[0] == "llama-server" and _flag(argv, "--parallel") == r.capacity.cell.engine_slots == 256
+
+
+def _ollama_parallel(catalog, platform: dict, **workload) -> tuple[int, int]:
+    s = Scenario.model_validate({"model": "qwen3:8b", "target_users": 50, "platform": platform,
+                                 "workload": {"preset": "chat-seat", **workload}})
+    r = plan(s, catalog)
+    serve = next(line for line in plan_launch(catalog, s, r).text.splitlines() if "ollama serve" in line)
+    env = dict(word.split("=", 1) for word in shlex.split(serve) if "=" in word)
+    return int(env["OLLAMA_NUM_PARALLEL"]), r.capacity.cell.engine_slots
+
+
+def test_an_ollama_server_over_several_gpus_launches_the_slots_the_plan_counts(catalog):
+    """A server Ollama spreads over a host's GPUs is counted at the most slots it is started with
+    (economics/capacity.py ``_started``); its launch starts those, not OLLAMA_NUM_PARALLEL=1."""
+    two = _ollama_parallel(catalog, {"gpu": "rtx-4090", "gpus": 2, "quote_usd_per_system": 5000})
+    assert two[1] > 1 and two[0] == two[1]
+    hgx = _ollama_parallel(catalog, {"system": "hgx-h100"}, target_output_tokens_per_s=70)
+    assert hgx[1] > 1 and hgx[0] == hgx[1]
+
+
+def test_an_ollama_server_on_one_gpu_launches_the_slots_the_plan_counts(catalog):
+    s = Scenario.model_validate({"model": "qwen3:32b", "target_users": 50, "workload": {"preset": "chat-seat"},
+                                 "platform": {"gpu": "rtx-5090", "gpus": 1, "quote_usd_per_system": 3000}})
+    r = plan(s, catalog)
+    assert r.capacity.cell.engine_slots == 20
+    assert "OLLAMA_NUM_PARALLEL=20 ollama serve" in plan_launch(catalog, s, r).text
+
+
+def test_a_vllm_plan_leaves_the_running_cap_to_the_engine(catalog):
+    s = Scenario.model_validate(yaml.safe_load(EXAMPLE.read_text()))
+    r = plan(s, catalog)
+    assert r.capacity.cell.stated_max_num_seqs is None
+    assert "--max-num-seqs" not in plan_launch(catalog, s, r).text

@@ -54,9 +54,9 @@ class CellCapacity(BaseModel):
     assumptions: tuple[str, ...] = ()  # of the memory and speed models behind the cell
     # the user's stored runs of this cell's deployment: the one its speed comes from, or why one is not used
     own_runs: tuple[str, ...] = ()
-    # the running cap per rank the cell's launch states where the plan states one (memory/slots.py
-    # with_most_slots: llama.cpp's --parallel slots the cell is counted with; with_draft_running_stated: SGLang with
-    # a draft); None: the engine's own
+    # the running cap per rank the cell's launch states where the plan states one: the scenario's own, llama.cpp's
+    # --parallel slots and an Ollama server's the cell is counted with (memory/slots.py with_most_slots), SGLang's
+    # with a draft (with_draft_running_stated); None: the engine's own
     stated_max_num_seqs: int | None = None
 
 
@@ -210,7 +210,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
         meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions),
-        stated_max_num_seqs=cell.max_num_seqs if cell.max_num_seqs != stated.max_num_seqs else None,
+        stated_max_num_seqs=cell.max_num_seqs,
         own_runs=own_run_words(profile, skipped),
     )
 

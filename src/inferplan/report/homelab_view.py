@@ -68,14 +68,16 @@ def _offload(o: OffloadOnGpus | None) -> str:
 
 def _deployment(m: ModelOnGpus, r: WhatRuns, held: float | None, catalog: Catalog) -> Deployment | None:
     """The row's deployment as planned: on the GPUs asked about, with its weight offload where the GPUs do not
-    hold it and the host RAM is not known to fall short (None: no way runs there). An engine with a context per
-    slot (llama-server) is started with the slots the what-fits matrix counts for it (``held``: the most whose
-    cache fits), so its command serves the requests the row says it does."""
+    hold it and the host RAM is not known to fall short (None: no way runs there), at the offload's context where
+    it shortens the row's (``fit``'s suggestion of a vLLM ``--cpu-offload-gb`` may), as its speed is estimated. An
+    engine with a context per slot (llama-server) is started with the slots the what-fits matrix counts for it
+    (``held``: the most whose cache fits), so its command serves the requests the row says it does."""
     runs_offloaded = m.offload is not None and m.offload.fits_host is not False
     if not m.fits and not runs_offloaded:
         return None
-    d = Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
-                   max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
+    d = Deployment(**{"model": m.model, "gpu": r.accelerator, "gpus": r.gpus, "engine": m.engine,
+                      "quantization": m.quantization, "max_model_len": m.max_model_len,
+                      **({} if m.fits else m.offload.changes)})
     if held is None or held < 1 or context_slots(catalog, d, d.engine) is None:
         return d
     return d.model_copy(update={"max_num_seqs": int(held)})
@@ -106,11 +108,15 @@ def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:
     d = _deployment(m, r, held, catalog)
     return HomelabRow(
         model=m.model, quantization=m.quantization, fits=m.fits, verdict=_verdict(m),
-        context=f"{m.max_model_len:,} tokens" if m.max_model_len else dash,
+        context=_context(d.max_model_len if d is not None else m.max_model_len),
         at_once=_at_once(held, d, catalog),
         ttft=(f"{ttft_s * 1e3:,.0f} ms" if ttft_s < 1 else f"{ttft_s:,.2f} s") if ttft_s is not None else dash,
         speed=(f"{speed:,.1f} tok/s" if speed < 10 else f"{speed:,.0f} tok/s") if speed is not None else dash,
         offload=_offload(m.offload), engine=catalog.engine(m.engine).name, command=_command(d, catalog))
+
+
+def _context(max_model_len: int | None) -> str:
+    return f"{max_model_len:,} tokens" if max_model_len else "—"
 
 
 def _left_out(left_out: tuple[str, ...]) -> str:

@@ -12,12 +12,17 @@ window.inferplan = state;
 // what a request that got no reply at all says (fetch's own words are "Failed to fetch")
 const NO_REPLY = "the server did not answer: is `inferplan serve` still running? Start it again and retry";
 
+// a request's response, or where none comes (the server stopped, the network down) an error saying NO_REPLY
+function answered(path, init) {
+  return fetch(path, init).catch(() => { throw new Error(NO_REPLY); });
+}
+
 async function api(method, path, body, onProgress) {  // onProgress: asks for the route's progress (progress.js)
-  const response = await fetch(path, {
+  const response = await answered(path, {
     method,
     headers: body === undefined ? {} : { "Content-Type": "application/json", ...(onProgress && { Accept: NDJSON }) },
     body: body === undefined ? undefined : JSON.stringify(body),
-  }).catch(() => { throw new Error(NO_REPLY); });
+  });
   if (response.status === 204) return null;
   const data = onProgress && response.ok ? await streamed(response, onProgress) : await response.json().catch(() => null);
   if (!response.ok || (onProgress && data.error)) {  // a stream ends with the error body a plain reply would carry
@@ -111,7 +116,9 @@ function clearAnswer() {
 
 // A launch command as the server words it, each space-separated word in a span (.arg) the line does not
 // break inside, so a narrow box wraps it between arguments and never at a flag's hyphen; the text is unchanged.
+// The box is a tab stop: an argument longer than it scrolls sideways, which a keyboard does once it is focused.
 function showCommand(element, text) {
+  element.tabIndex = 0;
   element.replaceChildren(...text.split("\n").flatMap((line, i) => [...(i ? ["\n"] : []),
     ...line.split(" ").flatMap((word, j) => {
       const arg = document.createElement("span");
@@ -264,7 +271,7 @@ function scheduleUpdate() {
 
 async function downloadReport() {
   try {
-    const response = await fetch("/api/report", {
+    const response = await answered("/api/report", {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ scenario: readScenario(), draws: 2000, currency: $("currency").value }),
     });
