@@ -55,4 +55,4 @@ def test_a_refusal_names_the_weights_it_planned_and_whether_they_were_the_defaul
     assert default.exit_code == 2 and "llama-3.3-70b (bf16, the default) does not fit on 1×" in default.stderr
     stated = CliRunner().invoke(app, ["deploy", "--model", "llama-3.3-70b", "--gpu", "rtx-4090", "-q", "awq"])
     assert stated.exit_code == 2 and "llama-3.3-70b (int4-awq) does not fit on 1× rtx-4090" in stated.stderr
-    assert "(`inferplan fit` of the same deployment, or /api/fit, lists them)" in " ".join(stated.stderr.split())
+    assert "where the memory fit of the same deployment finds and lists the ones that hold it" in " ".join(stated.stderr.split())

@@ -18,7 +18,6 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.free_memory import FreeMemoryQuery
-from inferplan.catalog.memo import per_catalog
 from inferplan.catalog.engine_tiers import ReleaseDefaults
 from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
 from inferplan.catalog.hybrid_split import HybridStateSplit
@@ -315,7 +314,6 @@ def checked_engine_version(catalog, engine: str, release: str) -> tuple[str, str
                                    field="engine_version", allowed=allowed_releases(catalog.memory_rules, engine)) from None
 
 
-@per_catalog(maxsize=256)  # a search plans thousands of deployments on a few engines and releases
 def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     """The rule of ``engine`` at ``release`` (None: the engine's default rule).
 

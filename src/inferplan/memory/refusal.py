@@ -22,7 +22,7 @@ from inferplan.memory.suggest import longest_context
 from inferplan.units import GiB
 
 OTHER_CHANGES = ("a shorter context, smaller weights, a larger memory fraction or weights in host RAM, where the memory fit "
-                 "finds one that holds it (`inferplan fit` of the same deployment, or /api/fit, lists them)")
+                 "of the same deployment finds and lists the ones that hold it")
 
 
 def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
