@@ -52,18 +52,32 @@ def test_the_next_steps_are_the_systems_that_hold_the_gpu_renting_and_a_price(ca
     assert in_systems.results  # the first step's search prices them
 
 
-@pytest.mark.parametrize("others, leads", [
-    ([], True),
-    ([("latency", 1.015)], True),  # missed by less than the near-miss margin: inside the speed model's error
-    ([("latency", 1.5)], False),
-    ([("memory", None)], False),
+@pytest.mark.parametrize("others, priced, leads", [
+    ([], True, True),
+    ([("latency", 1.015)], True, True),  # missed by less than the near-miss margin: inside the speed model's error
+    ([("latency", 1.5)], True, False),  # a priced platform misses the targets: price is not the one cause
+    ([("latency", 1.5)], False, True),  # no platform searched has a price: whatever else fails, price does
+    ([("memory", None)] * 5, True, True),  # a family that does not fit fails at any price
+    ([("engine", None), ("latency", 1.015)], True, True),
 ])
-def test_price_leads_only_when_the_rest_missed_by_a_hair(others, leads):
+def test_price_leads_unless_a_priced_platform_fails_for_another_reason(others, priced, leads):
     def fam(i, reason, shortfall=None):
         return Infeasible(model="m", platform=f"{i}x-g", engine="e", quantization="q", reason=reason, message="x",
                           shortfall=shortfall)
     families = [fam(i, "price") for i in range(3)] + [fam(9, r, s) for r, s in others]
-    assert _price_is_the_cause(tuple(families), 0.02) is leads
+    assert _price_is_the_cause(tuple(families), 0.02, priced) is leads
+
+
+@pytest.mark.parametrize("accelerators, route", [
+    ("rtx-4090", "--buy"),  # most families fail on price, the rest on memory
+    ("h100-sxm,a100-80gb,l40s", "--buy"),  # the rest miss latency by far more than the margin
+])
+def test_bare_gpus_without_a_price_lead_with_the_cause_whatever_else_fails(accelerators, route):
+    out = CliRunner().invoke(app, ["search", "--model", "qwen3-32b", "--users", "5", "--workload", "chat-seat",
+                                   "--accelerators", accelerators, route], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "No deployment meets every target" not in out.output
+    assert "cannot be priced" in out.output and "inferplan search" in out.output
 
 
 def test_the_view_leads_with_the_cause_and_groups_the_reasons(unpriced):

@@ -3,9 +3,11 @@ one cause explains the answer, that cause and the searches to run next.
 
 Buying bare GPUs the catalogue prices only inside systems fails every family on price: the answer is one
 sentence and three next steps (the systems that hold those GPUs, renting them, a price of your own),
-not one line per family. A price cause leads when every family failed on price, or most did and the rest
-missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed
-model's error, so not the cause)."""
+not one line per family. A price cause leads when some family failed on price and no platform searched has a
+price on the route asked (buying, renting or either), or when most families failed on price and the rest
+missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
+error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
+cause, and are said below it, grouped."""
 
 from __future__ import annotations
 
@@ -17,13 +19,15 @@ from inferplan.search.result import Deployed, Family, Infeasible, InfeasibleSumm
 from inferplan.search.space import Platform
 
 PRICE = "price"
+AT_ANY_PRICE = ("memory", "engine")  # reasons a price would not change
 
 
 def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...], infeasible: tuple[Infeasible, ...],
-              platforms: dict[str, Platform], margin: float) -> InfeasibleSummary:
-    """The failed families grouped by reason; with no result, the cause and next steps when price is it."""
+              platforms: dict[str, Platform], margin: float, priced: bool) -> InfeasibleSummary:
+    """The failed families grouped by reason; with no result, the cause and next steps when price is it.
+    ``priced``: some platform searched has a price on the route asked."""
     groups = _groups(infeasible)
-    if results or not _price_is_the_cause(infeasible, margin):
+    if results or not _price_is_the_cause(infeasible, margin, priced):
         return InfeasibleSummary(groups=groups)
     bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
                    and (p := platforms.get(x.platform)) is not None and p.system is None})
@@ -44,12 +48,16 @@ def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
     return tuple(ReasonGroup(reason=r, message=m, families=tuple(f)) for (r, m), f in ordered)
 
 
-def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float) -> bool:
-    """Every family failed on price, or most did and each other missed a target by at most ``margin``."""
-    reasons = Counter(x.reason for x in infeasible)
-    if not reasons[PRICE]:
+def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, priced: bool) -> bool:
+    """Some family failed on price and no platform searched is priced on the route, or, setting aside the
+    families no price helps (memory, engine), most failed on price and each other missed a target by at
+    most ``margin``."""
+    if not any(x.reason == PRICE for x in infeasible):
         return False
-    rest = [x for x in infeasible if x.reason != PRICE]
+    if not priced:
+        return True
+    reasons = Counter(x.reason for x in infeasible if x.reason not in AT_ANY_PRICE)
+    rest = [x for x in infeasible if x.reason not in AT_ANY_PRICE and x.reason != PRICE]
     hair = all(x.reason == "latency" and x.shortfall is not None and x.shortfall <= 1 + margin for x in rest)
     return not rest or (reasons[PRICE] > len(rest) and hair)
 
@@ -71,6 +79,6 @@ def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[
     if rented and req.pricing == "buy":
         steps.append(NextStep(text=f"rent them (rental listings are catalogued for {', '.join(rented)})",
                               changes={"pricing": "rent", "gpu_price_usd": None}))
-    steps.append(NextStep(text="state your own purchase price per GPU, the machine around it included",
+    steps.append(NextStep(text="state your own purchase price per GPU, the host added as the catalogue prices it",
                           changes={"gpu_price_usd": {a: None for a in bare}}))
     return tuple(steps)

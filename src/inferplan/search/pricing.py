@@ -54,6 +54,10 @@ class UnitCosts:
         (``economics.rental.rent_quotes``). Empty: no listing hosts it."""
         return rent_quotes(self.listings, width)
 
+    def priced_on(self, pricing: str) -> bool:
+        """Whether the unit has a price on the route asked: a purchase price, or a rental listing."""
+        return (pricing != "rent" and self.capex_usd is not None) or (pricing != "buy" and bool(self.listings))
+
     @property
     def largest_rent_instance_gpus(self) -> int | None:
         return max((x[2] for x in self.listings), default=None)

@@ -121,7 +121,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(infeasible),
-        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin),
+        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin,
+                                     priced=any(cm.costs.priced_on(req.pricing) for cm in models)),
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, cards, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
