@@ -128,3 +128,10 @@ def test_a_consumer_card_price_adds_the_host_pc_the_catalogue_adds_to_its_card_o
         assert "$1,800 per rtx-4090" in r.price_basis and "host-pc-one-gpu" in r.price_basis
         p = plan(Scenario.model_validate(r.scenario), catalog)
         assert p.capex_usd == pytest.approx(r.capex_usd, rel=1e-9)
+
+
+def test_a_priced_accelerator_is_searched_whatever_its_status(catalog):
+    assert catalog.accelerator("rtx-4090").status.value not in SearchRequest(models=("qwen3-8b",), users=5).statuses
+    req = SearchRequest(**{**ASPECTS, "users": 5, "top": 50}, gpu_price_usd={"rtx-4090": 1800})
+    res = search(req, catalog)
+    assert any(r.accelerator == "rtx-4090" and r.system is None for r in res.results)
