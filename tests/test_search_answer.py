@@ -10,8 +10,8 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
-from inferplan.report.search_view import search_view
-from inferplan.search.answer import _price_is_the_cause
+from inferplan.report.search_view import group_text, search_view
+from inferplan.search.answer import _groups, _price_is_the_cause
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import Infeasible
 from inferplan.search.run import search
@@ -78,6 +78,18 @@ def test_bare_gpus_without_a_price_lead_with_the_cause_whatever_else_fails(accel
     assert out.exit_code == 0, out.output
     assert "No deployment meets every target" not in out.output
     assert "cannot be priced" in out.output and "inferplan search" in out.output
+
+
+def test_a_group_keeps_the_smaller_format_that_fits_and_families_with_another_hint_are_another_group():
+    def fam(engine, fits, at=None):
+        return Infeasible(model="m", platform="1x-g", engine=engine, quantization="bf16", reason="memory",
+                          message="m does not fit", fits_in_quantization=fits, fits_at_max_model_len=at)
+    groups = _groups((fam("vllm", "fp8"), fam("sglang", "fp8"), fam("trtllm", "int4-awq", 8192), fam("llamacpp", None)))
+    lines = [group_text(g) for g in groups]
+    assert len(groups) == 3
+    assert "2 families" in lines[0] and "it fits as fp8 (name it" in lines[0]
+    assert any("it fits as int4-awq at 8,192 tokens" in line for line in lines)
+    assert sum("it fits as" in line for line in lines) == 2
 
 
 def test_the_view_leads_with_the_cause_and_groups_the_reasons(unpriced):

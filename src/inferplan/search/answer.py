@@ -40,12 +40,13 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
 
 
 def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
-    by: dict[tuple[str, str], list[Family]] = {}
+    by: dict[tuple[str, str, str | None, int | None], list[Family]] = {}
     for x in infeasible:
-        by.setdefault((x.reason, x.message), []).append(
+        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(
             Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization))
     ordered = sorted(by.items(), key=lambda kv: -len(kv[1]))  # stable: within a size, the families' own order
-    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f)) for (r, m), f in ordered)
+    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f), fits_in_quantization=q, fits_at_max_model_len=n)
+                 for (r, m, q, n), f in ordered)
 
 
 def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, priced: bool) -> bool:
