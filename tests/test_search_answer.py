@@ -92,6 +92,14 @@ def test_a_group_keeps_the_smaller_format_that_fits_and_families_with_another_hi
     assert sum("it fits as" in line for line in lines) == 2
 
 
+def test_a_gpu_no_catalogue_system_holds_is_not_said_to_be_priced_inside_systems(catalog):
+    assert not any(s.accelerator == "a100-80gb" for s in catalog.systems)
+    r = search(SearchRequest(**ASPECTS, accelerators=("a100-80gb",)), catalog)
+    assert "bare a100-80gb" in r.infeasible_summary.cause
+    said = [r.infeasible_summary.cause, *(x.message for x in r.infeasible)]
+    assert not any("inside systems" in m for m in said)
+
+
 def test_the_view_leads_with_the_cause_and_groups_the_reasons(unpriced):
     v = search_view(unpriced)
     assert v.headline.startswith("Buying bare h100-sxm GPUs cannot be priced")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from inferplan.catalog.loader import Catalog
+from inferplan.search.pricing import priced_systems
 from inferplan.search.request import SearchRequest
 from inferplan.search.result import Deployed, Family, Infeasible, InfeasibleSummary, NextStep, ReasonGroup
 from inferplan.search.space import Platform
@@ -34,8 +35,10 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
     if not bare or req.pricing == "rent":
         return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
     gpus = ", ".join(bare)
-    cause = (f"buying bare {gpus} GPUs cannot be priced: the catalogue has no purchase price for them alone "
-             "(it prices them inside systems)")
+    held = [a for a in bare if priced_systems(catalog, a)]
+    inside = ("" if not held else " (it prices them inside systems)" if held == bare
+              else f" (it prices {', '.join(held)} inside systems)")
+    cause = f"buying bare {gpus} GPUs cannot be priced: the catalogue has no purchase price for them alone{inside}"
     return InfeasibleSummary(cause=cause, groups=groups, next_steps=_next_steps(catalog, req, bare))
 
 
@@ -70,8 +73,7 @@ def _route_words(pricing: str) -> str:
 
 
 def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
-    systems = [s.id for s in catalog.systems if s.accelerator in bare and s.price is not None
-               and s.price.usd_low is not None and s.status.value in req.statuses]
+    systems = [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
     rented = sorted({r.accelerator for r in catalog.rental_prices} & set(bare))
     steps = []
     if systems:

@@ -106,6 +106,12 @@ def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | N
                      quote_usd=s.platform.quote_usd_per_system, price_basis=basis)
 
 
+def priced_systems(catalog: Catalog, accelerator: str) -> list[str]:
+    """The catalogue systems built on ``accelerator`` that have a purchase price (a price band with a low end)."""
+    return [s.id for s in catalog.systems if s.accelerator == accelerator and s.price is not None
+            and s.price.usd_low is not None]
+
+
 def stated_price_text(accelerator: str, usd_per_gpu: float, host: tuple[str, float, int, str] | None) -> str:
     """Where a bare GPU's purchase price comes from when the user states it: the card's price, plus the host
     the catalogue adds to that accelerator's card-only price (``economics.plan_inputs.bare_host``)."""
