@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from inferplan.report.search_view import group_text, search_view
-from inferplan.search.answer import _groups, _price_is_the_cause
+from inferplan.search.answer import _groups, _next_steps, _price_is_the_cause
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import Infeasible
 from inferplan.search.run import search
@@ -98,6 +98,12 @@ def test_a_gpu_no_catalogue_system_holds_is_not_said_to_be_priced_inside_systems
     assert "bare a100-80gb" in r.infeasible_summary.cause
     said = [r.infeasible_summary.cause, *(x.message for x in r.infeasible)]
     assert not any("inside systems" in m for m in said)
+
+
+def test_the_price_step_keeps_the_prices_already_given(catalog):
+    req = SearchRequest(**ASPECTS, accelerators=("h100-sxm", "a100-80gb"), gpu_price_usd={"h100-sxm": 25_000})
+    step = _next_steps(catalog, req, ["a100-80gb"])[-1]
+    assert step.changes == {"gpu_price_usd": {"h100-sxm": 25_000, "a100-80gb": None}}
 
 
 def test_the_view_leads_with_the_cause_and_groups_the_reasons(unpriced):

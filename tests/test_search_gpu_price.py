@@ -70,6 +70,7 @@ def test_prices_keyed_by_accelerator_price_each_one(catalog):
     (25_000, ("h100-sxm", "rtx-4090"), "gpu_price_usd"),
     ({"rtx-4090": 1800}, ("h100-sxm",), "gpu_price_usd.rtx-4090"),
     ({"no-such-gpu": 1800}, ("h100-sxm",), "gpu_price_usd.no-such-gpu"),
+    ("h100=20000,h100-sxm=30000", ("h100-sxm",), "gpu_price_usd.h100-sxm"),  # one GPU priced twice
 ])
 def test_a_bad_gpu_price_is_refused_naming_the_field(catalog, price, accelerators, field):
     with pytest.raises((InvalidScenarioError, UnknownHardwareError)) as err:
@@ -98,6 +99,14 @@ def test_cli_refuses_a_bare_price_with_two_accelerators_naming_the_flag():
                                    "--accelerators", "h100-sxm,rtx-4090", "--gpu-price-usd", "25000"])
     assert out.exit_code == 2
     assert "--gpu-price-usd" in out.output and "one accelerator" in out.output
+
+
+def test_cli_refuses_a_price_with_renting_only_in_words_that_read_with_the_flags():
+    out = CliRunner().invoke(app, ["search", "--model", "qwen3-8b", "--users", "10", "--rent",
+                                   "--accelerators", "h100-sxm", "--gpu-price-usd", "25000"], terminal_width=200)
+    assert out.exit_code == 2
+    assert "--gpu-price-usd" in out.output and "rents only" in out.output
+    assert "--rent/--buy rent" not in out.output and "--rent/--buy buy" not in out.output
 
 
 def test_cli_json_says_the_price_is_the_users():

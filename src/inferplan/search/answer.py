@@ -83,5 +83,5 @@ def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[
         steps.append(NextStep(text=f"rent them (rental listings are catalogued for {', '.join(rented)})",
                               changes={"pricing": "rent", "gpu_price_usd": None}))
     steps.append(NextStep(text="state your own purchase price per GPU, the host added as the catalogue prices it",
-                          changes={"gpu_price_usd": {a: None for a in bare}}))
+                          changes={"gpu_price_usd": {**(req.gpu_price_usd or {}), **{a: None for a in bare}}}))
     return tuple(steps)

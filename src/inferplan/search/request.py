@@ -158,8 +158,8 @@ class SearchRequest(Input):
                                        "price bands", field="gpu_price_usd",
                                        allowed="leave it out with systems, or name accelerators instead")
         if self.gpu_price_usd is not None and self.pricing == "rent":
-            raise InvalidScenarioError("a GPU price prices buying; pricing rent searches rentals only",
-                                       field="gpu_price_usd", allowed="leave it out, or pricing buy or both")
+            raise InvalidScenarioError("a GPU price prices buying, and the search asked rents only",
+                                       field="gpu_price_usd", allowed="leave it out, or search buying too")
         return self
 
     def _arrivals_fit_the_load(self) -> None:
