@@ -10,8 +10,8 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
-from inferplan.report.search_view import search_view
-from inferplan.search.answer import _price_is_the_cause
+from inferplan.report.search_view import group_text, search_view
+from inferplan.search.answer import _groups, _next_steps, _price_is_the_cause
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import Infeasible
 from inferplan.search.run import search
@@ -52,18 +52,58 @@ def test_the_next_steps_are_the_systems_that_hold_the_gpu_renting_and_a_price(ca
     assert in_systems.results  # the first step's search prices them
 
 
-@pytest.mark.parametrize("others, leads", [
-    ([], True),
-    ([("latency", 1.015)], True),  # missed by less than the near-miss margin: inside the speed model's error
-    ([("latency", 1.5)], False),
-    ([("memory", None)], False),
+@pytest.mark.parametrize("others, priced, leads", [
+    ([], True, True),
+    ([("latency", 1.015)], True, True),  # missed by less than the near-miss margin: inside the speed model's error
+    ([("latency", 1.5)], True, False),  # a priced platform misses the targets: price is not the one cause
+    ([("latency", 1.5)], False, True),  # no platform searched has a price: whatever else fails, price does
+    ([("memory", None)] * 5, True, True),  # a family that does not fit fails at any price
+    ([("engine", None), ("latency", 1.015)], True, True),
 ])
-def test_price_leads_only_when_the_rest_missed_by_a_hair(others, leads):
+def test_price_leads_unless_a_priced_platform_fails_for_another_reason(others, priced, leads):
     def fam(i, reason, shortfall=None):
         return Infeasible(model="m", platform=f"{i}x-g", engine="e", quantization="q", reason=reason, message="x",
                           shortfall=shortfall)
     families = [fam(i, "price") for i in range(3)] + [fam(9, r, s) for r, s in others]
-    assert _price_is_the_cause(tuple(families), 0.02) is leads
+    assert _price_is_the_cause(tuple(families), 0.02, priced) is leads
+
+
+@pytest.mark.parametrize("accelerators, route", [
+    ("rtx-4090", "--buy"),  # most families fail on price, the rest on memory
+    ("h100-sxm,a100-80gb,l40s", "--buy"),  # the rest miss latency by far more than the margin
+])
+def test_bare_gpus_without_a_price_lead_with_the_cause_whatever_else_fails(accelerators, route):
+    out = CliRunner().invoke(app, ["search", "--model", "qwen3-32b", "--users", "5", "--workload", "chat-seat",
+                                   "--accelerators", accelerators, route], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "No deployment meets every target" not in out.output
+    assert "cannot be priced" in out.output and "inferplan search" in out.output
+
+
+def test_a_group_keeps_the_smaller_format_that_fits_and_families_with_another_hint_are_another_group():
+    def fam(engine, fits, at=None):
+        return Infeasible(model="m", platform="1x-g", engine=engine, quantization="bf16", reason="memory",
+                          message="m does not fit", fits_in_quantization=fits, fits_at_max_model_len=at)
+    groups = _groups((fam("vllm", "fp8"), fam("sglang", "fp8"), fam("trtllm", "int4-awq", 8192), fam("llamacpp", None)))
+    lines = [group_text(g) for g in groups]
+    assert len(groups) == 3
+    assert "2 families" in lines[0] and "it fits as fp8 (name it" in lines[0]
+    assert any("it fits as int4-awq at 8,192 tokens" in line for line in lines)
+    assert sum("it fits as" in line for line in lines) == 2
+
+
+def test_a_gpu_no_catalogue_system_holds_is_not_said_to_be_priced_inside_systems(catalog):
+    assert not any(s.accelerator == "a100-80gb" for s in catalog.systems)
+    r = search(SearchRequest(**ASPECTS, accelerators=("a100-80gb",)), catalog)
+    assert "bare a100-80gb" in r.infeasible_summary.cause
+    said = [r.infeasible_summary.cause, *(x.message for x in r.infeasible)]
+    assert not any("inside systems" in m for m in said)
+
+
+def test_the_price_step_keeps_the_prices_already_given(catalog):
+    req = SearchRequest(**ASPECTS, accelerators=("h100-sxm", "a100-80gb"), gpu_price_usd={"h100-sxm": 25_000})
+    step = _next_steps(catalog, req, ["a100-80gb"])[-1]
+    assert step.changes == {"gpu_price_usd": {"h100-sxm": 25_000, "a100-80gb": None}}
 
 
 def test_the_view_leads_with_the_cause_and_groups_the_reasons(unpriced):

@@ -145,6 +145,19 @@ def capex(catalog: Catalog, s: Scenario, system: System | None, systems: int) ->
     return value * systems, basis
 
 
+def bare_host(catalog: Catalog, accelerator: str, gpus: int) -> tuple[str, float, int, str] | None:
+    """The rest of the machine the catalogue adds to a card-only price of ``gpus`` bare ``accelerator`` cards:
+    ``(cost default id, USD per host, hosts, kind)`` by the price band of a catalogue system built on that
+    accelerator whose band prices the card(s) alone (``PriceBand.host``), one host per that system's cards.
+    None: no such system, so a price for the GPU is taken as the whole machine's (a datacenter GPU's quote)."""
+    for system in catalog.systems:
+        if system.accelerator == accelerator and system.price is not None and system.price.host:
+            host = catalog.cost_defaults.records[system.price.host].usd
+            hosts = -(-gpus // system.accelerator_count)
+            return system.price.host, host.value, hosts, host.kind.value
+    return None
+
+
 def _priced_systems(catalog: Catalog, gpu: str) -> str:
     """The priced catalogue systems built on the accelerator ``gpu`` names, as ": id (N × gpu), …" ("": none)."""
     accel = catalog.accelerator(gpu).id

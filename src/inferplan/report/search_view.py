@@ -89,11 +89,15 @@ def latency_text(d: Deployed) -> str:
 
 
 def infeasible_text(x: Infeasible) -> str:
-    hint = ""
-    if x.fits_in_quantization:
-        at = f" at {x.fits_at_max_model_len:,} tokens" if x.fits_at_max_model_len else ""
-        hint = f"; it fits as {x.fits_in_quantization}{at} (name it among the quantizations to search)"
-    return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}{hint}"
+    return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}{_fits_hint(x)}"
+
+
+def _fits_hint(x: Infeasible | ReasonGroup) -> str:
+    """The smaller format (and shorter context) that fits, as the memory fit finds it ("": none)."""
+    if not x.fits_in_quantization:
+        return ""
+    at = f" at {x.fits_at_max_model_len:,} tokens" if x.fits_at_max_model_len else ""
+    return f"; it fits as {x.fits_in_quantization}{at} (name it among the quantizations to search)"
 
 
 def group_text(g: ReasonGroup, infeasible: tuple[Infeasible, ...] = ()) -> str:
@@ -105,13 +109,13 @@ def group_text(g: ReasonGroup, infeasible: tuple[Infeasible, ...] = ()) -> str:
                   == (f.model, f.platform, f.engine, f.quantization, g.message)), None)
         if x is not None:
             return infeasible_text(x)
-        return f"{f.model} on {f.platform} · {f.engine} · {f.quantization}: {g.reason} — {g.message}"
+        return f"{f.model} on {f.platform} · {f.engine} · {f.quantization}: {g.reason} — {g.message}{_fits_hint(g)}"
     def seen(attr: str) -> list[str]:
         return list(dict.fromkeys(getattr(f, attr) for f in g.families))
     quants = seen("quantization")
     formats = ", ".join(quants) if len(quants) <= 3 else f"{len(quants)} weight formats"
     return (f"{g.reason} — {g.message}: {len(g.families)} families ({', '.join(seen('model'))} on "
-            f"{', '.join(seen('platform'))}; {', '.join(seen('engine'))}; {formats})")
+            f"{', '.join(seen('platform'))}; {', '.join(seen('engine'))}; {formats}){_fits_hint(g)}")
 
 
 def infeasible_lines(r: SearchResult) -> tuple[str, ...]:

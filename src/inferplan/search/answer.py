@@ -3,53 +3,65 @@ one cause explains the answer, that cause and the searches to run next.
 
 Buying bare GPUs the catalogue prices only inside systems fails every family on price: the answer is one
 sentence and three next steps (the systems that hold those GPUs, renting them, a price of your own),
-not one line per family. A price cause leads when every family failed on price, or most did and the rest
-missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed
-model's error, so not the cause)."""
+not one line per family. A price cause leads when some family failed on price and no platform searched has a
+price on the route asked (buying, renting or either), or when most families failed on price and the rest
+missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
+error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
+cause, and are said below it, grouped."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from inferplan.catalog.loader import Catalog
+from inferplan.search.pricing import priced_systems
 from inferplan.search.request import SearchRequest
 from inferplan.search.result import Deployed, Family, Infeasible, InfeasibleSummary, NextStep, ReasonGroup
 from inferplan.search.space import Platform
 
 PRICE = "price"
+AT_ANY_PRICE = ("memory", "engine")  # reasons a price would not change
 
 
 def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...], infeasible: tuple[Infeasible, ...],
-              platforms: dict[str, Platform], margin: float) -> InfeasibleSummary:
-    """The failed families grouped by reason; with no result, the cause and next steps when price is it."""
+              platforms: dict[str, Platform], margin: float, priced: bool) -> InfeasibleSummary:
+    """The failed families grouped by reason; with no result, the cause and next steps when price is it.
+    ``priced``: some platform searched has a price on the route asked."""
     groups = _groups(infeasible)
-    if results or not _price_is_the_cause(infeasible, margin):
+    if results or not _price_is_the_cause(infeasible, margin, priced):
         return InfeasibleSummary(groups=groups)
     bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
                    and (p := platforms.get(x.platform)) is not None and p.system is None})
     if not bare or req.pricing == "rent":
         return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
     gpus = ", ".join(bare)
-    cause = (f"buying bare {gpus} GPUs cannot be priced: the catalogue has no purchase price for them alone "
-             "(it prices them inside systems)")
+    held = [a for a in bare if priced_systems(catalog, a)]
+    inside = ("" if not held else " (it prices them inside systems)" if held == bare
+              else f" (it prices {', '.join(held)} inside systems)")
+    cause = f"buying bare {gpus} GPUs cannot be priced: the catalogue has no purchase price for them alone{inside}"
     return InfeasibleSummary(cause=cause, groups=groups, next_steps=_next_steps(catalog, req, bare))
 
 
 def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
-    by: dict[tuple[str, str], list[Family]] = {}
+    by: dict[tuple[str, str, str | None, int | None], list[Family]] = {}
     for x in infeasible:
-        by.setdefault((x.reason, x.message), []).append(
+        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(
             Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization))
     ordered = sorted(by.items(), key=lambda kv: -len(kv[1]))  # stable: within a size, the families' own order
-    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f)) for (r, m), f in ordered)
+    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f), fits_in_quantization=q, fits_at_max_model_len=n)
+                 for (r, m, q, n), f in ordered)
 
 
-def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float) -> bool:
-    """Every family failed on price, or most did and each other missed a target by at most ``margin``."""
-    reasons = Counter(x.reason for x in infeasible)
-    if not reasons[PRICE]:
+def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, priced: bool) -> bool:
+    """Some family failed on price and no platform searched is priced on the route, or, setting aside the
+    families no price helps (memory, engine), most failed on price and each other missed a target by at
+    most ``margin``."""
+    if not any(x.reason == PRICE for x in infeasible):
         return False
-    rest = [x for x in infeasible if x.reason != PRICE]
+    if not priced:
+        return True
+    reasons = Counter(x.reason for x in infeasible if x.reason not in AT_ANY_PRICE)
+    rest = [x for x in infeasible if x.reason not in AT_ANY_PRICE and x.reason != PRICE]
     hair = all(x.reason == "latency" and x.shortfall is not None and x.shortfall <= 1 + margin for x in rest)
     return not rest or (reasons[PRICE] > len(rest) and hair)
 
@@ -61,8 +73,7 @@ def _route_words(pricing: str) -> str:
 
 
 def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
-    systems = [s.id for s in catalog.systems if s.accelerator in bare and s.price is not None
-               and s.price.usd_low is not None and s.status.value in req.statuses]
+    systems = [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
     rented = sorted({r.accelerator for r in catalog.rental_prices} & set(bare))
     steps = []
     if systems:
@@ -71,6 +82,6 @@ def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[
     if rented and req.pricing == "buy":
         steps.append(NextStep(text=f"rent them (rental listings are catalogued for {', '.join(rented)})",
                               changes={"pricing": "rent", "gpu_price_usd": None}))
-    steps.append(NextStep(text="state your own purchase price per GPU, the machine around it included",
-                          changes={"gpu_price_usd": {a: None for a in bare}}))
+    steps.append(NextStep(text="state your own purchase price per GPU, the host added as the catalogue prices it",
+                          changes={"gpu_price_usd": {**(req.gpu_price_usd or {}), **{a: None for a in bare}}}))
     return tuple(steps)

@@ -52,7 +52,8 @@ def resolved_request(catalog: Catalog, req: SearchRequest) -> SearchRequest:
 def _gpu_prices(catalog: Catalog, prices: float | dict[str, float],
                 searched: tuple[str, ...] | None) -> dict[str, float]:
     """Each GPU price keyed by its accelerator's catalogue id; a bare number is the one accelerator searched's.
-    A key naming no accelerator, or one the request's accelerators leave out, is refused at ``gpu_price_usd.<key>``."""
+    A key naming no accelerator, one the request's accelerators leave out, or one another key already prices
+    (``h100`` and ``h100-sxm``) is refused at ``gpu_price_usd.<key>``."""
     if not isinstance(prices, dict):
         if searched is None or len(searched) != 1:
             raise InvalidScenarioError(
@@ -65,6 +66,9 @@ def _gpu_prices(catalog: Catalog, prices: float | dict[str, float],
         if searched is not None and accel not in searched:
             raise InvalidScenarioError(f"{key} is not among the accelerators searched", field=f"gpu_price_usd.{key}",
                                        allowed=f"one of {', '.join(searched)}")
+        if accel in out:
+            raise InvalidScenarioError(f"{key} prices {accel} a second time: one price per GPU",
+                                       field=f"gpu_price_usd.{key}", allowed=f"one price for {accel}")
         out[accel] = float(usd)
     return out
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
 from inferplan.economics.plan_inputs import capex as priced_capex
-from inferplan.economics.plan_inputs import money_rates, power_w as rated_power_w
+from inferplan.economics.plan_inputs import bare_host, money_rates, power_w as rated_power_w
 from inferplan.economics.rental import RentQuote, on_demand_listings, rent_quotes
 from inferplan.economics.scenario import Platform as ScenarioPlatform
 from inferplan.economics.scenario import Scenario
@@ -54,6 +54,10 @@ class UnitCosts:
         (``economics.rental.rent_quotes``). Empty: no listing hosts it."""
         return rent_quotes(self.listings, width)
 
+    def priced_on(self, pricing: str) -> bool:
+        """Whether the unit has a price on the route asked: a purchase price, or a rental listing."""
+        return (pricing != "rent" and self.capex_usd is not None) or (pricing != "buy" and bool(self.listings))
+
     @property
     def largest_rent_instance_gpus(self) -> int | None:
         return max((x[2] for x in self.listings), default=None)
@@ -67,7 +71,8 @@ def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | N
     if p.system is not None:
         s = Scenario(model=model, platform=ScenarioPlatform(system=p.system.id))
     else:
-        quote = usd_per_gpu * p.gpus if usd_per_gpu is not None else None
+        host = bare_host(catalog, p.accelerator.id, p.gpus) if usd_per_gpu is not None else None
+        quote = usd_per_gpu * p.gpus + (host[1] * host[2] if host else 0) if usd_per_gpu is not None else None
         s = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=p.gpus,
                                                             quote_usd_per_system=quote))
     notes = []
@@ -88,7 +93,7 @@ def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | N
             notes.append(f"capex: {basis}")
     elif s.platform.quote_usd_per_system is not None:
         capex, _ = priced_capex(catalog, s, None, 1)
-        basis = stated_price_text(p.accelerator.id, usd_per_gpu)
+        basis = stated_price_text(p.accelerator.id, usd_per_gpu, host)
         notes.append(f"capex: {basis}")
     if capex is not None and power_w is not None:
         operating = (money.power_cost_usd(power_w, utilization=rates.utilization, pue=rates.pue,
@@ -101,9 +106,18 @@ def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | N
                      quote_usd=s.platform.quote_usd_per_system, price_basis=basis)
 
 
-def stated_price_text(accelerator: str, usd_per_gpu: float) -> str:
-    """Where a bare GPU's purchase price comes from when the user states it."""
-    return (f"your price, ${usd_per_gpu:,.0f} per {accelerator} (gpu_price_usd), the machine around it included; "
+def priced_systems(catalog: Catalog, accelerator: str) -> list[str]:
+    """The catalogue systems built on ``accelerator`` that have a purchase price (a price band with a low end)."""
+    return [s.id for s in catalog.systems if s.accelerator == accelerator and s.price is not None
+            and s.price.usd_low is not None]
+
+
+def stated_price_text(accelerator: str, usd_per_gpu: float, host: tuple[str, float, int, str] | None) -> str:
+    """Where a bare GPU's purchase price comes from when the user states it: the card's price, plus the host
+    the catalogue adds to that accelerator's card-only price (``economics.plan_inputs.bare_host``)."""
+    machine = (f" + ${host[1]:,.0f} host PC{f' × {host[2]}' if host[2] > 1 else ''} ({host[3]}, {host[0]})"
+               if host else ", the machine around it included")
+    return (f"your ${usd_per_gpu:,.0f} per {accelerator} (gpu_price_usd){machine}; "
             "power is the GPUs' TDP × the host share")
 
 

@@ -117,8 +117,9 @@ def closest_first(x: Infeasible) -> tuple:
 
 
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
-            max_power_w, pricing: str, bare: str | None = None) -> Infeasible:
-    """``bare``: the accelerator of a platform of N bare GPUs (None: a system)."""
+            max_power_w, pricing: str, bare: str | None = None, bare_in_systems: bool = False) -> Infeasible:
+    """``bare``: the accelerator of a platform of N bare GPUs (None: a system); ``bare_in_systems``: the
+    catalogue prices that accelerator inside systems."""
     model, platform, engine, quant = family
 
     def out(reason: str, message: str, shortfall: float | None = None) -> Infeasible:
@@ -151,7 +152,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
                        f"listing is a {largest}-GPU instance, and an instance's GPUs must share a host")
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         if bare is not None:  # one message for every N of the GPU: their families group as one reason
-            inside = ", which it prices inside systems" if pricing != "rent" else ""
+            inside = ", which it prices inside systems" if pricing != "rent" and bare_in_systems else ""
             return out("price", f"the catalogue has no {route} for bare {bare} GPUs{inside}")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing != "rent" and s.least_capex > max_capex_usd:

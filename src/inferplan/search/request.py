@@ -21,7 +21,7 @@ FORM_FACTOR_TIERS = {
     "node": ("node", "server"),
     "rack": ("rack",),
 }
-GPU_PRICE_MAX_USD = 1e8  # one accelerator, with its share of the machine: far above any catalogued system's per GPU
+GPU_PRICE_MAX_USD = 1e8  # one accelerator: far above any catalogued system's per GPU
 GPU_PRICE_ALLOWED = ("a price in USD above 0 per GPU: id=USD pairs, comma-separated (h100-sxm=25000,rtx-4090=1800), "
                      "or one number when one accelerator is searched")
 GpuPrices = float | dict[str, float]
@@ -108,8 +108,8 @@ class SearchRequest(Input):
     max_power_w: float | None = Field(None, gt=0, le=1e10, description="a deployment's power draw, watts at most")
     pricing: Pricing = Field("both", description="price bought hardware, rented hardware, or both")
     gpu_price_usd: GpuPrices | None = Field(
-        None, description="your purchase price of bare accelerators, USD per GPU with its share of the machine "
-        "around it, as {accelerator: USD} or the text \"h100-sxm=25000,rtx-4090=1800\" (a bare number when one "
+        None, description="your purchase price of bare accelerators, USD per GPU, the host added as the catalogue prices it, "
+        "as {accelerator: USD} or the text \"h100-sxm=25000,rtx-4090=1800\" (a bare number when one "
         "accelerator is searched); prices buying N of each, which the catalogue prices only inside systems")
     objective: Objective = Field("usd-per-mtok", description="what the results are ranked by, lowest first")
     top: int = Field(10, ge=1, le=1000, description="how many ranked deployments to return")
@@ -158,8 +158,8 @@ class SearchRequest(Input):
                                        "price bands", field="gpu_price_usd",
                                        allowed="leave it out with systems, or name accelerators instead")
         if self.gpu_price_usd is not None and self.pricing == "rent":
-            raise InvalidScenarioError("a GPU price prices buying; pricing rent searches rentals only",
-                                       field="gpu_price_usd", allowed="leave it out, or pricing buy or both")
+            raise InvalidScenarioError("a GPU price prices buying, and the search asked rents only",
+                                       field="gpu_price_usd", allowed="leave it out, or search buying too")
         return self
 
     def _arrivals_fit_the_load(self) -> None:

@@ -173,6 +173,8 @@ class ReasonGroup(_Frozen):
     reason: str  # as ``Infeasible.reason``
     message: str
     families: tuple[Family, ...]
+    fits_in_quantization: str | None = None  # as ``Infeasible``'s: families with another hint are another group
+    fits_at_max_model_len: int | None = None
 
 
 class NextStep(_Frozen):

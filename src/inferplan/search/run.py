@@ -34,7 +34,7 @@ from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.near_miss import NearMisses
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
-from inferplan.search.pricing import platform_label, pricing_notes, unit_costs
+from inferplan.search.pricing import platform_label, priced_systems, pricing_notes, unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
 from inferplan.search.ranking import Pick, top_picks
 from inferplan.search.sim_check import CHECK_REQUESTS, MAX_CHECKS, SimulatedCheck, pick_deployment
@@ -106,7 +106,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                     check=lambda: budget.check(stage=CHECK_STAGE))  # within each pick's simulation too
     results = tuple(_deployed(catalog, rank, p, rl, targets, req.models) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
-                          max_power_w=req.max_power_w, pricing=req.pricing, bare=_bare(space, f[1]))
+                          max_power_w=req.max_power_w, pricing=req.pricing, bare=(bare := _bare(space, f[1])),
+                          bare_in_systems=bare is not None and bool(priced_systems(catalog, bare)))
                   for f, s in stats.items() if not s.feasible]
     infeasible = limit.explained(infeasible)
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
@@ -121,7 +122,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(infeasible),
-        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin),
+        infeasible_summary=summarize(catalog, req, results, tuple(infeasible), space.platforms, margin,
+                                     priced=any(cm.costs.priced_on(req.pricing) for cm in models)),
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, cards, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,

@@ -146,7 +146,8 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
             out.append(Platform(s.id, accel, s, s.accelerator_count, domain_gpus(accel, s, s.accelerator_count)))
     _known_vendors(catalog, req.vendors)
     named = bool(req.systems or req.accelerators)
-    kept = [p for p in out if _kept(p, req, named)]
+    # a bare accelerator the user prices is one the user named: kept whatever its status, as a named one is
+    kept = [p for p in out if _kept(p, req, named or (p.system is None and p.accelerator.id in priced))]
     if not kept:
         filters = {"statuses": req.statuses, "vendors": req.vendors, "form_factors": req.form_factors,
                    "max_gpus": req.max_gpus}

@@ -73,7 +73,7 @@ def search_cmd(
     max_power_w: Optional[float] = typer.Option(None, "--max-power", help="At most this power draw, W."),
     rent: bool = typer.Option(False, "--rent", help="Price renting only."),
     buy: bool = typer.Option(False, "--buy", help="Price buying only."),
-    gpu_price_usd: Optional[str] = typer.Option(None, "--gpu-price-usd", help="Your price per bare GPU, USD, host share included: id=USD,... (h100-sxm=25000), or one number with one --accelerators."),
+    gpu_price_usd: Optional[str] = typer.Option(None, "--gpu-price-usd", help="Your price per bare GPU, USD, the host added as the catalogue prices it: id=USD,... (h100-sxm=25000), or one number with one --accelerators."),
     objective: str = typer.Option("usd-per-mtok", "--objective", help="usd-per-mtok | monthly | capex | gpus | power"),
     top: int = typer.Option(10, "--top", help="Deployments to list."),
     no_speculative: bool = typer.Option(False, "--no-speculative", help="Do not try speculative decoding."),
