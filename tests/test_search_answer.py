@@ -146,3 +146,17 @@ def test_a_next_step_command_states_every_setting_of_the_request_as_its_flag():
         "inferplan search --model qwen3-8b --request-rate 2 --input-len 100 --output-len 10 --accelerators h100-sxm "
         "--max-capex 1000000 --rent --no-speculative --ttft-p95 2")
     assert search_command(req, {"accelerators": None, "systems": ["hgx-h100"]}).count("--systems hgx-h100") == 1
+
+
+def test_renting_bare_gpus_no_listing_rents_leads_with_buying_them(catalog):
+    # a DGX Spark's GB10 is catalogued to buy (dgx-spark) but no provider rents it: renting it is the cause, and
+    # the next steps buy the system that holds it or the GPU at the user's price
+    req = SearchRequest(models=("qwen3-8b",), users=5, workload="chat-seat", pricing="rent", accelerators=("gb10",))
+    s = search(req, catalog).infeasible_summary
+    assert s.cause.startswith("renting bare gb10 GPUs cannot be priced")
+    assert [x.changes for x in s.next_steps] == [
+        {"systems": ["dgx-spark"], "accelerators": None, "pricing": "buy"},
+        {"pricing": "buy", "gpu_price_usd": {"gb10": None}}]
+    stated = {k: v for k, v in req.model_dump().items() if v is not None}
+    bought = search(SearchRequest(**{**stated, **s.next_steps[0].changes}), catalog)
+    assert bought.results and bought.results[0].system == "dgx-spark"

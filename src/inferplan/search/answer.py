@@ -3,7 +3,8 @@ one cause explains the answer, that cause and the searches to run next.
 
 Buying bare GPUs the catalogue prices only inside systems fails every family on price: the answer is one
 sentence and three next steps (the systems that hold those GPUs, renting them, a price of your own),
-not one line per family. A price cause leads when some family failed on price and no platform searched has a
+not one line per family. Renting bare GPUs no listing rents is said the same way, with buying as the next
+steps (the systems that hold them, or a price of your own). A price cause leads when some family failed on price and no platform searched has a
 price on the route asked (buying, renting or either), or when most families failed on price and the rest
 missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
 error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
@@ -32,8 +33,11 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
         return InfeasibleSummary(groups=groups)
     bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
                    and (p := platforms.get(x.platform)) is not None and p.system is None})
-    if not bare or req.pricing == "rent":
+    if not bare:
         return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
+    if req.pricing == "rent":
+        cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: the catalogue has no rental listing for them"
+        return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
     gpus = ", ".join(bare)
     held = [a for a in bare if priced_systems(catalog, a)]
     inside = ("" if not held else " (it prices them inside systems)" if held == bare
@@ -72,8 +76,25 @@ def _route_words(pricing: str) -> str:
         pricing, "the catalogue has neither a purchase price nor a rental listing for the platforms searched")
 
 
+def _held_in(catalog: Catalog, req: SearchRequest, bare: list[str]) -> list[str]:
+    """The priced catalogue systems of the statuses searched that hold the ``bare`` GPUs."""
+    return [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
+
+
+def _buying_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
+    """Where renting ``bare`` GPUs has no listing: buy the priced systems that hold them, or buy them bare at a
+    price of your own."""
+    systems = _held_in(catalog, req, bare)
+    steps = [NextStep(text=f"buy the catalogued systems that hold them: {', '.join(systems)}",
+                      changes={"systems": systems, "accelerators": None, "pricing": "buy"})] if systems else []
+    steps.append(NextStep(text="buy them at your own price per GPU, the host added as the catalogue prices it",
+                          changes={"pricing": "buy", "gpu_price_usd": {**(req.gpu_price_usd or {}),
+                                                                       **{a: None for a in bare}}}))
+    return tuple(steps)
+
+
 def _next_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
-    systems = [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
+    systems = _held_in(catalog, req, bare)
     rented = sorted({r.accelerator for r in catalog.rental_prices} & set(bare))
     steps = []
     if systems:
