@@ -144,3 +144,11 @@ def test_a_priced_accelerator_is_searched_whatever_its_status(catalog):
     req = SearchRequest(**{**ASPECTS, "users": 5, "top": 50}, gpu_price_usd={"rtx-4090": 1800})
     res = search(req, catalog)
     assert any(r.accelerator == "rtx-4090" and r.system is None for r in res.results)
+
+
+def test_a_priced_accelerator_is_searched_under_a_form_factor_filter(catalog):
+    # a form factor keeps only systems of that kind and the bare GPUs the user names; a priced one is named
+    req = SearchRequest(**{**ASPECTS, "users": 5, "top": 50}, gpu_price_usd={"rtx-4090": 1800},
+                        form_factors=("workstation",))
+    res = search(req, catalog)
+    assert any(r.accelerator == "rtx-4090" and r.system is None for r in res.results)

@@ -206,8 +206,8 @@ def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
         return False
     if req.vendors and p.vendor.lower() not in {v.lower() for v in req.vendors}:
         return False
-    if req.form_factors and p.system is None and not req.accelerators:
-        return False  # a form factor is a kind of system to own or rent whole; bare rented GPUs are none
+    if req.form_factors and p.system is None and not named:
+        return False  # a form factor is a kind of system to own or rent whole; bare GPUs not named or priced are none
     if req.form_factors and p.system is not None:
         tiers = {t for f in req.form_factors for t in FORM_FACTOR_TIERS[f]}
         if p.system.tier not in tiers:
