@@ -60,3 +60,13 @@ def test_the_rack_output_per_gpu_drafting_with_mtp_is_the_plans(doc):
     drafted = [plan(rack("sglang", target, speculative={"tokens": 3, "acceptance_rate": 0.7}), CATALOG).capacity
                for target in (50, 100)]
     assert figures == tuple(round(c.output_tokens_per_s / c.gpus) for c in drafted)
+
+
+def test_the_scenario_file_the_doc_shows_plans_as_written(tmp_path):
+    block = re.search(r"## Scenario files\n.*?```yaml\n(.*?)```", (ROOT / "docs" / "economics.md").read_text(), re.S)
+    assert block, "docs/economics.md shows no scenario file"
+    (tmp_path / "scenario.yaml").write_text(block.group(1))
+    scenario = load_scenario(tmp_path / "scenario.yaml")
+    # every key it sets is one a reader may copy: none overrides what the catalogue knows of the model
+    assert scenario.kv_bytes_per_token is None
+    assert plan(scenario.model_copy(update={"target_users": 10}), CATALOG).supported_users > 0
