@@ -13,6 +13,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.matrix import fits_matrix
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.units import GiB
+from test_ollama_projector import _load_with
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CATALOG = load_catalog()
@@ -72,3 +73,15 @@ def test_the_405b_cell_on_one_hgx_h100_is_the_matrixs():
     bf16 = fits_matrix(models=["llama-3.1-405b"], systems=["hgx-h100"], quantizations=["bf16"],
                        catalog=CATALOG).cells[0]
     assert not bf16.result.fits and bf16.smallest_fit.gpus == bf16_gpus
+
+
+def test_the_gemma4_layers_kept_with_and_without_its_projector_are_the_plans(tmp_path):
+    counted, alone = _figures(r"`fit gemma4:31b --gpu t4`: -ngl (\d+) with Gemma 4 31B's F16 projector, 1.12 GB as a "
+                              r"model card rounds it, where the text model alone would keep (\d+)\)", "offload.md")
+    tag = '{tag: "gemma4:31b", quantization: gguf-q4_k_m, source: ollama-default-tags-q4-k-m, ' \
+        "vision_projector_source: ollama-vision-projector-arches"
+    sized = tag + ',\n         vision_projector_bytes: {value: 1.12, unit: GB, kind: spec, source: gemma-4-31b-mmproj, ' \
+        'note: "mmproj-gemma-4-31B-it-f16.gguf, rounded to 0.01 GB"}}'
+    text_only = _load_with(tmp_path, sized, tag + "}")  # the same card without the projector's size
+    d = Deployment(model="gemma4:31b", gpu="t4")
+    assert (counted, alone) == (fit_or_suggest(d, CATALOG).n_gpu_layers, fit_or_suggest(d, text_only).n_gpu_layers)
