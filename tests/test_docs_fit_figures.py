@@ -1,4 +1,4 @@
-"""The `fit` figures docs/memory.md, docs/offload.md and docs/cli.md quote in their prose for an
+"""The `fit` and `fits` figures docs/memory.md, offload.md, cli.md and reliability.md quote in their prose for an
 example command are the ones the code gives for that command: each is read from the doc and
 compared with a fresh plan, so a doc figure that drifts from the code fails here (as
 test_docs_economics_figures does for docs/economics.md)."""
@@ -8,8 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory import matrix
 from inferplan.memory.matrix import fits_matrix
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.units import GiB
@@ -85,3 +89,11 @@ def test_the_gemma4_layers_kept_with_and_without_its_projector_are_the_plans(tmp
     text_only = _load_with(tmp_path, sized, tag + "}")  # the same card without the projector's size
     d = Deployment(model="gemma4:31b", gpu="t4")
     assert (counted, alone) == (fit_or_suggest(d, CATALOG).n_gpu_layers, fit_or_suggest(d, text_only).n_gpu_layers)
+
+
+def test_the_default_grids_cells_are_the_ones_the_limit_counts(monkeypatch):
+    (cells,) = _figures(r"the default grid on its four GPUs is ([\d,]+)\)", "reliability.md")
+    monkeypatch.setattr(matrix, "MAX_FITS_CELLS", 0)  # every matrix is refused, saying how many cells it counted
+    with pytest.raises(InvalidScenarioError) as refused:
+        matrix.check_size(CATALOG)
+    assert f"× 4 GPUs or systems is {cells:,.0f} cells" in str(refused.value)
