@@ -48,3 +48,11 @@ def test_idle_owned_capacity_and_unserved_users_are_said():
     assert r.route == "own"
     assert "the loadouts serve 90 of 100 target users" in r.reasons
     assert any(reason.startswith("only 25% of the owned capacity") for reason in r.reasons)
+
+
+def test_idle_capacity_is_judged_against_the_named_share(monkeypatch):
+    from inferplan.economics import recommend as chooser
+
+    monkeypatch.setattr(chooser, "RENT_FIRST_BELOW_USE", 0.2)
+    r = recommend(dataclasses.replace(BASE, served_users=90, supported_users=400))  # 25 % in use
+    assert not any(reason.startswith("only 25% of the owned capacity") for reason in r.reasons)

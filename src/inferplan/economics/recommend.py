@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 
+# Below this share of the owned capacity in use at the target, owning carries idle hardware: the private-cloud
+# build guide (seed 001, its fastest operating route) advises to "rent first when demand, model fit or
+# utilization is uncertain"; the half is assumed, not the guide's.
+RENT_FIRST_BELOW_USE = 0.5
+
+
 class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -63,6 +69,6 @@ def recommend(f: RouteFigures) -> Recommendation:
     if f.loadouts and target and served < target:
         reasons.append(f"the loadouts serve {served} of {target} target users")
     utilization = target / max(f.supported_users, 1)
-    if route == "own" and utilization < 0.5:
+    if route == "own" and utilization < RENT_FIRST_BELOW_USE:
         reasons.append(f"only {utilization:.0%} of the owned capacity is used at the target: renting first de-risks demand")
     return Recommendation(route=route, reasons=tuple(reasons), monthly_usd=monthly)
