@@ -101,9 +101,9 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     if spec.architecture is None and d.kv_bytes_per_token is None:
         raise InvalidScenarioError(
             f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
-            "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
-            "with --kv-bytes-per-token",
-            field="kv_bytes_per_token",
+            "cannot be sized; give its config.json as model, or state the KV bytes per token "
+            "as kv_bytes_per_token",
+            field="kv_bytes_per_token", names=("model", "kv_bytes_per_token"),
         )
     engine = catalog.engine(d.engine)
     _check_runs_on(catalog, engine, hw.accel)
