@@ -195,8 +195,8 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     if d.max_mamba_cache_size and not (radix_off or split.stated_slots_with_radix):
         raise InvalidScenarioError(f"SGLang {split.first_release} and the releases up to the next rule's solve the "
                                    f"state slots from the memory ratio with the radix cache on, whatever "
-                                   f"--max-mamba-cache-size says", field="max_mamba_cache_size",
-                                   allowed="leave it out, or a later release (--engine-version)")
+                                   f"max_mamba_cache_size says", field="max_mamba_cache_size",
+                                   allowed="leave it out, or a later release (engine_version)")
     fixed = flag_running_requests(d) or (draft and split.draft_state.running_requests) or split.radix_off_slots
     stated = d.max_mamba_cache_size or (radix_off or None) and fixed
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
