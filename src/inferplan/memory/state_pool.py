@@ -129,7 +129,7 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
         if split.draft_state:
             raise InvalidScenarioError(f"SGLang {planned} sizes a hybrid model's state pool with a speculative draft's "
                                        f"verified tokens, and the draft states no speculative_tokens",
-                                       field="speculative_tokens", allowed="state --speculative-tokens N (the draft tokens)")
+                                       field="speculative_tokens", allowed="state speculative_tokens N (the draft tokens)")
         raise InvalidScenarioError(f"a speculative draft with a hybrid model is not planned on SGLang {planned}: the "
                                    f"release's solve of the state pool with a draft's intermediate state is not read",
                                    field="speculative_tokens",
