@@ -13,7 +13,8 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
-from inferplan.performance.serving import estimate, estimate_at, frontier
+from inferplan.performance.frontier import frontier
+from inferplan.performance.serving import estimate, estimate_at
 
 
 

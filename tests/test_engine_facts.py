@@ -164,3 +164,11 @@ def test_the_memory_docs_name_every_stack_a_default_engine_is_planned_on():
     for engine in (e for e in CATALOG.engines if e.default_on):
         assert engine.short_name.lower() in paragraph
         assert all(any(n in paragraph for n in _names(s)) for s in engine.default_on), engine.id
+
+
+def test_mlx_memory_limits_cite_the_page_that_states_each():
+    note = next(n for n in CATALOG.engines.records["mlx"].notes if "memory limit to 1.5" in n)
+    wired, memory = note.split("; the OS cap")[0].split(" and its memory limit")
+    assert "(nothing pinned; eng-mlx-wired-limit)" in wired and "(eng-mlx-memory-limit)" in memory
+    assert str(CATALOG.sources["eng-mlx-memory-limit"].url).endswith("mlx.core.set_memory_limit.html")
+    assert str(CATALOG.sources["eng-mlx-wired-limit"].url).endswith("mlx.core.set_wired_limit.html")

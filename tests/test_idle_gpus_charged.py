@@ -3,7 +3,7 @@ $/Mtok are the stated loadout's, while the users carried come from the replica c
 an Ollama tag one GPU holds (ollama.yaml ``single_gpu``) on two stated GPUs leaves the other GPU idle: it is
 still paid for and powered (at the plan's average draw; the catalogue has no idle-power figure, so an idle
 GPU is charged as a busy one is). With no cell stated, the plan of an Ollama tag on one host's GPUs runs the one
-``ollama serve`` fit plans at the slots it is started with (``economics.capacity.ollama_servers``), not a copy per GPU."""
+``ollama serve`` fit plans at the slots it is started with (``economics.ollama_hosts.ollama_servers``), not a copy per GPU."""
 
 from __future__ import annotations
 

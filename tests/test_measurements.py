@@ -19,7 +19,8 @@ from inferplan.inputs.workload import Workload
 from inferplan.measurements.compare import compare_run
 from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import RunProvenance, read_runs
-from inferplan.performance.serving import estimate, frontier
+from inferplan.performance.frontier import frontier
+from inferplan.performance.serving import estimate
 from inferplan.store import Store
 
 DATA = Path(__file__).parent / "data" / "measurements"

@@ -1,5 +1,5 @@
 """A plan of an Ollama tag with no cell stated runs one ``ollama serve`` per operating-system host
-(``economics.capacity.ollama_servers``): GPUs spanning hosts are one server on each (a rack's host is its compute
+(``economics.ollama_hosts.ollama_servers``): GPUs spanning hosts are one server on each (a rack's host is its compute
 tray, ``os_host_gpus``), GPUs that are not whole hosts are refused naming ``platform.gpus``, and the rent route rents
 one server per rented host as the owned route runs one per owned host."""
 

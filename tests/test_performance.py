@@ -13,7 +13,8 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext, tokens_per_step
 from inferplan.performance.phases import decode_step
-from inferplan.performance.serving import estimate, estimate_at, frontier
+from inferplan.performance.frontier import frontier
+from inferplan.performance.serving import estimate, estimate_at
 
 CATALOG = load_catalog()
 

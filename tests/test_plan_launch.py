@@ -139,7 +139,7 @@ def _ollama_parallel(catalog, platform: dict, **workload) -> tuple[int, int]:
 
 def test_an_ollama_server_over_several_gpus_launches_the_slots_the_plan_counts(catalog):
     """A server Ollama spreads over a host's GPUs is counted at the most slots it is started with
-    (economics/capacity.py ``_started``); its launch starts those, not OLLAMA_NUM_PARALLEL=1."""
+    (economics/ollama_hosts.py ``_started``); its launch starts those, not OLLAMA_NUM_PARALLEL=1."""
     two = _ollama_parallel(catalog, {"gpu": "rtx-4090", "gpus": 2, "quote_usd_per_system": 5000})
     assert two[1] > 1 and two[0] == two[1]
     hgx = _ollama_parallel(catalog, {"system": "hgx-h100"}, target_output_tokens_per_s=70)

@@ -12,7 +12,7 @@ from inferplan.economics.recommend import RouteFigures, recommend
 BASE = RouteFigures(served_users=100, target_users=100, supported_users=120, loadouts=1, capex_usd=360_000.0,
                     modeled_monthly_operating_cost_usd=10_000.0, staff_usd_per_month=2_000.0,
                     simple_payback_months=12.0, api_cost_for_served_usd_per_month=30_000.0,
-                    rent_usd_per_month=25_000.0, hardware_cycle_years=3.0)
+                    rent_usd_per_month=25_000.0, hardware_cycle_years=3.0, rent_first_below_use=0.5)
 
 
 def test_the_figures_are_frozen():
@@ -48,3 +48,28 @@ def test_idle_owned_capacity_and_unserved_users_are_said():
     assert r.route == "own"
     assert "the loadouts serve 90 of 100 target users" in r.reasons
     assert any(reason.startswith("only 25% of the owned capacity") for reason in r.reasons)
+
+
+def test_idle_capacity_is_judged_against_the_share_given():
+    r = recommend(dataclasses.replace(BASE, served_users=90, supported_users=400, rent_first_below_use=0.2))  # 25 % in use
+    assert not any(reason.startswith("only 25% of the owned capacity") for reason in r.reasons)
+
+
+def test_the_plan_takes_the_rent_first_share_from_the_catalogue(monkeypatch):
+    from inferplan.catalog.loader import Catalog, load_catalog
+    from inferplan.economics import plan as planning
+    from inferplan.economics.scenario import Scenario
+
+    catalog = load_catalog()
+    assert catalog.constant("rent-first-below-use") == 0.5
+    assert catalog.sources["seed001-rent-first"].seed
+    seen: list[RouteFigures] = []
+    monkeypatch.setattr(planning, "recommend", lambda f: seen.append(f) or recommend(f))
+    shipped = Catalog.constant
+    monkeypatch.setattr(Catalog, "constant",
+                        lambda self, cid: 0.37 if cid == "rent-first-below-use" else shipped(self, cid))
+    s = Scenario.model_validate(dict(
+        name="t", model="llama-3.1-8b", platform={"system": "hgx-h100", "quote_usd_per_system": 400_000},
+        workload={"preset": "coding-developer-median"}, target_users=300))
+    planning.plan(s, catalog)
+    assert [f.rent_first_below_use for f in seen] == [0.37]

@@ -100,7 +100,7 @@ def test_a_named_draft_without_draft_tokens_asks_for_them_where_the_release_solv
         fit(Deployment(model="qwen3.5-397b-a17b", accelerator="h100-sxm", engine="sglang", tensor_parallel_size=8,
                        engine_version="0.5.23", mtp_draft=True))
     assert "SGLang 0.5.23" in str(e.value)
-    assert e.value.field == "speculative_tokens" and e.value.allowed == "state --speculative-tokens N (the draft tokens)"
+    assert e.value.field == "speculative_tokens" and e.value.allowed == "state speculative_tokens N (the draft tokens)"
 
 
 @pytest.mark.parametrize("release, per_rank", [("0.5.13", 0), ("0.5.18", 0), ("0.5.23", 1)])

@@ -79,6 +79,8 @@ def test_a_stated_slot_count_is_refused_where_the_release_solves_it_from_the_rat
     with pytest.raises(InvalidScenarioError) as e:
         fit(_qwen3_next(version="0.5.6", max_mamba_cache_size=100))
     assert e.value.field == "max_mamba_cache_size"
+    # the inputs as the domain spells them: the CLI says each as its flag, the API as its field
+    assert "--" not in str(e.value) + e.value.allowed and "(engine_version)" in e.value.allowed
     assert fit(_qwen3_next(version="0.5.13", max_mamba_cache_size=100)).state_slots == 100
 
 

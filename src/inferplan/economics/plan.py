@@ -205,7 +205,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
     quotes = _quotes(catalog, s, w, size.served_users, costs)
     per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month)
-    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token)
+    route = recommend(_route_figures(s, size, owned, quotes, rent, rates, catalog.constant("rent-first-below-use")))
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, route)
 
 
 def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
@@ -320,7 +321,7 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
 
 
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
-              quotes: _Quotes, rent: RentRoute, per_token: _PerToken) -> PlanResult:
+              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, route: Recommendation) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
@@ -368,13 +369,13 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
         platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
-        rates=rates, recommendation=recommend(_route_figures(s, size, owned, quotes, rent, rates)),
+        rates=rates, recommendation=route,
         assumptions=_assumptions(s, hw, size, rates, costs, quotes, rent),
     )
 
 
 def _route_figures(s: Scenario, size: Sizing, owned: Costs, quotes: _Quotes, rent: RentRoute,
-                   rates: MoneyRates) -> RouteFigures:
+                   rates: MoneyRates, rent_first_below_use: float) -> RouteFigures:
     """The routes compared: owning at ``owned``'s costs (a rented deployment's too), renting, the API."""
     costs = owned
     return RouteFigures(
@@ -384,6 +385,7 @@ def _route_figures(s: Scenario, size: Sizing, owned: Costs, quotes: _Quotes, ren
         simple_payback_months=_payback_months(owned, quotes.billing_usd_per_month),
         api_cost_for_served_usd_per_month=quotes.api_cost_for_served_usd_per_month,
         rent_usd_per_month=rent.usd_per_month, hardware_cycle_years=rates.amortization_years,
+        rent_first_below_use=rent_first_below_use,
     )
 
 

@@ -31,6 +31,9 @@ class RouteFigures:
     api_cost_for_served_usd_per_month: float | None  # None: no API price to compare with
     rent_usd_per_month: float | None  # None: no rental listing for the GPU
     hardware_cycle_years: float  # the amortization period: capex must pay back inside it
+    # below this share of the owned capacity in use at the target, owning carries idle hardware and renting
+    # first is advised (``rent-first-below-use`` in ``catalog/data/calibration.yaml``, an assumption with its source)
+    rent_first_below_use: float
 
 
 def recommend(f: RouteFigures) -> Recommendation:
@@ -63,6 +66,6 @@ def recommend(f: RouteFigures) -> Recommendation:
     if f.loadouts and target and served < target:
         reasons.append(f"the loadouts serve {served} of {target} target users")
     utilization = target / max(f.supported_users, 1)
-    if route == "own" and utilization < 0.5:
+    if route == "own" and utilization < f.rent_first_below_use:
         reasons.append(f"only {utilization:.0%} of the owned capacity is used at the target: renting first de-risks demand")
     return Recommendation(route=route, reasons=tuple(reasons), monthly_usd=monthly)

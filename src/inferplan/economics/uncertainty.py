@@ -1,8 +1,10 @@
 """How sure is the answer: a seeded Monte Carlo over the inputs that are really ranges.
 
-Draws (independent): capex inside the price band (triangular low–mid–high; a vendor quote ±10 %),
-capacity per loadout (log-normal with σ set from the speed model's held-out error, see
-``speed-capacity-log-sigma``), average power draw (±30 %) and electricity price (±25 %). Each draw
+Draws (independent): capex inside the price band (triangular low–mid–high; a vendor quote ±10 %,
+``monte-carlo-quote-spread``), capacity per loadout (log-normal with σ set from the speed model's held-out
+error, ``speed-capacity-log-sigma``), average power draw (±30 %, ``monte-carlo-power-draw-spread``) and
+electricity price (±25 %, ``monte-carlo-electricity-price-spread``); each constant is in
+``catalog/data/calibration.yaml`` with how it was chosen. Each draw
 re-sizes the loadouts for the target and recomputes cost per user, payback and owner cost per
 million tokens with the same formulas as ``plan``; P10/P50/P90 are reported, and the share of
 draws whose payback is "never".
@@ -44,6 +46,11 @@ def _band(x: np.ndarray) -> Band:
     return Band(p10=float(p10), p50=float(p50), p90=float(p90))
 
 
+def _spread(rng: np.random.Generator, half_width: float, draws: int) -> np.ndarray:
+    """Multipliers drawn uniformly within ±``half_width`` of 1."""
+    return rng.uniform(1 - half_width, 1 + half_width, draws)
+
+
 def no_draws_reason(result: PlanResult) -> str:
     """Why ``simulate`` drew nothing for this plan."""
     if result.rented or result.capex_usd is None:
@@ -61,7 +68,7 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
     rng = np.random.default_rng(seed)
     per_loadout_capex = result.capex_usd / result.loadouts
     if result.capex_basis == "vendor quote":
-        capex_draw = rng.uniform(0.9, 1.1, draws) * per_loadout_capex
+        capex_draw = _spread(rng, catalog.constant("monte-carlo-quote-spread"), draws) * per_loadout_capex
     else:
         band = catalog.system(result.system).price
         low = band.usd_low.value
@@ -80,7 +87,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
                             np.floor(users_per_loadout * result.stated_replicas / result.capacity.cells))
     c = result.monthly_costs
     per_loadout_power = c.power_usd / result.loadouts
-    power = loadouts * per_loadout_power * rng.uniform(0.7, 1.3, draws) * rng.uniform(0.75, 1.25, draws)
+    power = (loadouts * per_loadout_power * _spread(rng, catalog.constant("monte-carlo-power-draw-spread"), draws)
+             * _spread(rng, catalog.constant("monte-carlo-electricity-price-spread"), draws))
     colocation = loadouts * c.colocation_usd / result.loadouts
     software = loadouts * c.software_usd / result.loadouts
     capex = capex_draw * loadouts

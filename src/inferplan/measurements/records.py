@@ -277,13 +277,14 @@ def _pipeline_stages(catalog: Catalog, engine: str, given: RunProvenance, tp: in
     gpus = given.gpus or 1
     if split == "none" and max(gpus, tp, given.pipeline_parallel_size or 1, given.data_parallel_size or 1) > 1:
         raise InvalidScenarioError("the file's split_mode is none: llama.cpp ran the model on one GPU", field="split_mode",
-                                   allowed="--gpus 1 (and no tensor, pipeline or data parallel size above 1)")
+                                   allowed="gpus 1 (and no tensor, pipeline or data parallel size above 1)", names=("gpus",))
     if given.pipeline_parallel_size is not None:
         return given.pipeline_parallel_size, ""
     if split in ("row", "tensor") and gpus > 1 and given.tensor_parallel_size is None:
         raise InvalidScenarioError(f"the file's split_mode is {split}: llama.cpp split each layer's tensors over the "
                                    f"{gpus} GPUs, a layout the import does not guess", field="split_mode",
-                                   allowed="state the split it ran with (--tensor-parallel-size, --pipeline-parallel-size)")
+                                   allowed="state the split it ran with (tensor_parallel_size, pipeline_parallel_size)",
+                                   names=("tensor_parallel_size", "pipeline_parallel_size"))
     alone = gpus > 1 and tp == 1 and given.tensor_parallel_size is None and given.data_parallel_size is None
     by_layer = split == "layer" or split is None and catalog.engine(engine).multi_gpu_split == "layer"
     if not alone or given.enable_expert_parallel or not by_layer:

@@ -40,7 +40,7 @@ def _check_eager(catalog: Catalog, d: Deployment, engine) -> None:
     flags = flags_for(catalog, engine.id)
     if d.enforce_eager and (flags is None or "enforce_eager" not in flags.settings):
         takers = [f.engine for f in catalog.engine_flags if "enforce_eager" in f.settings]
-        raise InvalidScenarioError(f"{engine.name} has no --enforce-eager setting", field="enforce_eager",
+        raise InvalidScenarioError(f"{engine.name} has no enforce_eager setting", field="enforce_eager",
                                    allowed=f"leave it off, or an engine that takes it: {', '.join(takers)}")
 
 
@@ -101,9 +101,9 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     if spec.architecture is None and d.kv_bytes_per_token is None:
         raise InvalidScenarioError(
             f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
-            "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
-            "with --kv-bytes-per-token",
-            field="kv_bytes_per_token",
+            "cannot be sized; give its config.json as model, or state the KV bytes per token "
+            "as kv_bytes_per_token",
+            field="kv_bytes_per_token", names=("model", "kv_bytes_per_token"),
         )
     engine = catalog.engine(d.engine)
     _check_runs_on(catalog, engine, hw.accel)
@@ -163,7 +163,7 @@ def _check_tp_split(spec: ModelSpec, engine: EngineDefaults, tp: int, expert_par
             f"{spec.name} has {refused.count} {refused.what}, which {engine.id} cannot split over {experts_tp} GPUs: "
             f"without expert parallelism its MoE layers' tensor-parallel group spans the {experts_tp // tp} "
             f"data-parallel ranks (TP {tp} x DP {experts_tp // tp}, {engine.moe_tp_spans_data_parallel_source})",
-            field="data_parallel_size", allowed=f"TP x DP one of {sizes}, or --enable-expert-parallel")
+            field="data_parallel_size", allowed=f"TP x DP one of {sizes}, or enable_expert_parallel")
     if refused is not None:
         how = " (a size must divide them, or be a multiple of them)" if refused.replicates else ""
         raise InvalidScenarioError(

@@ -51,27 +51,27 @@ def _check_switch(catalog: Catalog, d: Deployment, engine: EngineDefaults, sized
         takers = sorted({r.engine for r in catalog.memory_rules if r.measured_sizing is not None})
         release = f" at {d.engine_version}" if d.engine_version and engine.id in takers else ""
         raise InvalidScenarioError(
-            f"{engine.name}{release} has no extensible KV cache, so no --enable-extensible-kv-cache switch",
+            f"{engine.name}{release} has no extensible KV cache, so no enable_extensible_kv_cache switch",
             field=FIELD, allowed=f"leave it out, or {' / '.join(takers)} from {' / '.join(releases)} (engine_version)")
     if not wanted:
         return
     if not sized.used_on(accel.software):
         raise InvalidScenarioError(
             f"{engine.name} has no extensible KV cache on {accel.name} ({accel.software.value}): only on "
-            f"{' and '.join(s.value for s in sized.software)}, and --enable-extensible-kv-cache is refused elsewhere", field=FIELD,
-            allowed="leave it out, or --no-enable-extensible-kv-cache")
+            f"{' and '.join(s.value for s in sized.software)}, and enable_extensible_kv_cache is refused elsewhere", field=FIELD,
+            allowed="leave it out, or turn it off")
     other = sized.switched_off_by(d, besides=FIELD)
     if other is not None:
         raise InvalidScenarioError(
             f"{engine.name} cannot size the KV cache from measured memory with {other.named(d)}, and refuses "
-            "--enable-extensible-kv-cache beside it",
-            field=FIELD, allowed=f"leave it out, --no-enable-extensible-kv-cache, or leave {other.field} out")
+            "enable_extensible_kv_cache beside it",
+            field=FIELD, allowed=f"leave it out, turn it off, or leave {other.field} out")
     refused = sized.refused_with(accel.software, connector)
     if refused is not None:
         raise InvalidScenarioError(
             f"{engine.name} cannot size the KV cache from measured memory with {connector} on {accel.name} "
-            f"({accel.software.value}), and refuses --enable-extensible-kv-cache there", field=FIELD,
-            allowed="leave it out (vLLM then turns it off), or --no-enable-extensible-kv-cache")
+            f"({accel.software.value}), and refuses enable_extensible_kv_cache there", field=FIELD,
+            allowed="leave it out (vLLM then turns it off), or turn it off")
 
 
 def pool_connectors(catalog: Catalog, engine: str) -> tuple[str, ...]:

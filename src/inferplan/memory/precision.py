@@ -130,7 +130,7 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
         instead = engine.kv_cache_dtypes_instead.get(kv.id)
         others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
         hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
-                "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
+                "; no engine in the catalogue runs it (research code): size it with kv_bytes_per_token")
         raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="kv_cache_dtype",
                                    allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
     return kv

@@ -95,8 +95,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
-        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
-                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
+        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: ubatch_size is llama.cpp's n_ubatch",
+                                   field="ubatch_size", allowed="leave it out, or max_num_batched_tokens for the chunk",
+                                   names=("ubatch_size", "max_num_batched_tokens"))
     # each DP attention rank's step: the chunk divided as the release divides it, after its fraction is picked
     step = attention_dp_chunk(engine.attention_dp_chunk, at, attention_dp_ranks(d), int(mnbt))
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, step)), step)  # n_ubatch <= n_batch

@@ -129,7 +129,7 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
         if split.draft_state:
             raise InvalidScenarioError(f"SGLang {planned} sizes a hybrid model's state pool with a speculative draft's "
                                        f"verified tokens, and the draft states no speculative_tokens",
-                                       field="speculative_tokens", allowed="state --speculative-tokens N (the draft tokens)")
+                                       field="speculative_tokens", allowed="state speculative_tokens N (the draft tokens)")
         raise InvalidScenarioError(f"a speculative draft with a hybrid model is not planned on SGLang {planned}: the "
                                    f"release's solve of the state pool with a draft's intermediate state is not read",
                                    field="speculative_tokens",
@@ -195,8 +195,8 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     if d.max_mamba_cache_size and not (radix_off or split.stated_slots_with_radix):
         raise InvalidScenarioError(f"SGLang {split.first_release} and the releases up to the next rule's solve the "
                                    f"state slots from the memory ratio with the radix cache on, whatever "
-                                   f"--max-mamba-cache-size says", field="max_mamba_cache_size",
-                                   allowed="leave it out, or a later release (--engine-version)")
+                                   f"max_mamba_cache_size says", field="max_mamba_cache_size",
+                                   allowed="leave it out, or a later release (engine_version)")
     fixed = flag_running_requests(d) or (draft and split.draft_state.running_requests) or split.radix_off_slots
     stated = d.max_mamba_cache_size or (radix_off or None) and fixed
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off

@@ -65,8 +65,8 @@ def _refuse(name: str, size: int, *, where: str, reach: int, in_server: bool, li
         f"{'all-reduces' if tp else 'expert all-to-alls' if ep else 'all-gathers and reduce-scatters'} "
         "on; pipeline parallelism across nodes is priced instead",
         field="tensor_parallel_size" if tp else "data_parallel_size",
-        allowed=f"1..{reach} (then --pipeline-parallel-size across nodes)" if tp else
-        f"TP x DP <= {reach}{' with --enable-expert-parallel' if ep else ''} (then --pipeline-parallel-size across nodes)",
+        allowed=f"1..{reach} (then pipeline_parallel_size across nodes)" if tp else
+        f"TP x DP <= {reach}{' with enable_expert_parallel' if ep else ''} (then pipeline_parallel_size across nodes)",
     )
 
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -220,7 +217,7 @@ def with_profile(ctx: ServingContext, est: ServingEstimate, profile) -> ServingE
     return anchor(profile, est, estimate_at(ctx, edge))
 
 
-def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tuple[UserRun, ...],
+def user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tuple[UserRun, ...],
                        stated: Deployment | None = None) -> ServingEstimate:
     """``est`` from the user's own matching run, if any (``local_runs.py``); its engine settings compared with
     ``stated``'s, the deployment as asked (default ``ctx.d``), and the model at a measured point taken at the run's
@@ -347,7 +344,7 @@ def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None
     if slots_note:
         model_estimate = model_estimate.model_copy(update={"assumptions": (*model_estimate.assumptions, slots_note)})
     if use_profiles and user_runs and w.speculative_tokens == 0 and w.prefix_cache_hit_rate == 0:
-        local = _user_run_estimate(ctx, model_estimate, user_runs, stated)
+        local = user_run_estimate(ctx, model_estimate, user_runs, stated)
         if local.source == LOCAL_SOURCE:
             return with_measured_points(ctx, local)
     profile, skipped = find_profile(ctx, stated) if use_profiles else (None, ())
@@ -376,65 +373,6 @@ def with_measured_points(ctx: ServingContext, est: ServingEstimate) -> ServingEs
     if len(quotes) > MAX_QUOTES:
         notes.append(f"{len(quotes) - MAX_QUOTES} more measured points of this deployment: see measured_points (--json)")
     return est.model_copy(update={"measured_points": quotes, "assumptions": (*est.assumptions, *notes)})
-
-
-class FrontierPoint(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    concurrency: int
-    output_tokens_per_s_per_user: float
-    output_tokens_per_s_per_gpu: float
-    ttft_s: float
-    bound: str
-
-
-class Frontier(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    model: str
-    accelerator: str
-    gpus: int
-    input_len: int
-    output_len: int
-    max_concurrency: int
-    points: tuple[FrontierPoint, ...]
-    source: str
-    assumptions: tuple[str, ...]
-    layout_note: str | None = None  # how the layout was chosen when only a GPU count was given
-    build_note: str | None = None  # the build an Ollama tag naming the model selected (catalog/ollama.py)
-
-
-def _sources(found: set[str]) -> str:
-    return found.pop() if len(found) == 1 else "measured+calibrated-model"
-
-
-@per_catalog(maxsize=256)  # the plan view draws the same frontier for every user count and price
-def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = 24,
-             user_runs: tuple[UserRun, ...] = ()) -> Frontier:
-    """Throughput per GPU vs tokens/s per user as concurrency sweeps from 1 to what memory holds
-    (from the user's own matching run where there is one, ``estimate``)."""
-    catalog = catalog or load_catalog()
-    ctx = ServingContext(catalog, d, w)
-    top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
-    levels = sorted({max(1, round(top ** (i / max(points - 1, 1)))) for i in range(points)})
-    estimates = [estimate_at(ctx, c) for c in levels]
-    profile, skipped = find_profile(ctx)
-    if profile is not None:
-        estimates = [with_profile(ctx, e, profile) for e in estimates]
-    if user_runs and w.speculative_tokens == 0:
-        estimates = [_user_run_estimate(ctx, e, user_runs) for e in estimates]
-    return Frontier(
-        model=ctx.mp.result.model, accelerator=ctx.mp.result.accelerator, gpus=ctx.gpus,
-        input_len=w.input_len, output_len=w.output_len, max_concurrency=ctx.max_concurrency(),
-        points=tuple(
-            FrontierPoint(concurrency=e.concurrency, output_tokens_per_s_per_user=e.output_tokens_per_s_per_user,
-                          output_tokens_per_s_per_gpu=e.output_tokens_per_s_per_gpu, ttft_s=e.ttft_s, bound=e.bound)
-            for e in estimates
-        ),
-        source=_sources({e.source for e in estimates}),
-        assumptions=tuple(dict.fromkeys([*(a for e in estimates for a in e.assumptions), *skipped])),
-        layout_note=ctx.mp.result.layout_note, build_note=ctx.mp.result.build_note,
-    )
 
 
 def _draft_cost(ctx: ServingContext) -> str:

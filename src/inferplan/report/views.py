@@ -20,7 +20,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryFit, fit
-from inferplan.performance.serving import Frontier, frontier
+from inferplan.performance.frontier import Frontier, frontier
 from inferplan.report.cards import Card, headline_notes, plan_cards
 from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts

@@ -38,7 +38,8 @@ from inferplan.memory.suggest import fit_or_suggest
 from inferplan.shells.api_keys import SearchBody, alias_properties
 from inferplan.shells.api_query import known_query
 from inferplan.performance.local_catalog import with_user_profiles
-from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
+from inferplan.performance.frontier import Frontier, frontier
+from inferplan.performance.serving import ServingEstimate, estimate
 from inferplan.inputs.workload import Workload
 from inferplan.report.views import (FxView, MemoryRequest, MemoryView, ModelCardView, PlanRequest, PlanView, PlatformView,
                                    fx_view, memory_view, model_cards, plan_view, platform_ladder)

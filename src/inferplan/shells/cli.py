@@ -252,7 +252,7 @@ def frontier_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
-    from inferplan.performance.serving import frontier
+    from inferplan.performance.frontier import frontier
 
     w = workload(input_len=input_len, output_len=output_len, concurrency="1",
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)

@@ -6,8 +6,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from inferplan.performance import here
 from inferplan.shells.render import Col, gib, layout
 from inferplan.units import GiB, fmt_ms
+
+
+def _one_request() -> str:
+    """The request the speeds on this machine are estimated for, as the library states it."""
+    return f"one request at a time ({here.SPEED_INPUT_TOKENS} prompt / {here.SPEED_OUTPUT_TOKENS} output tokens)"
 
 
 def print_machine(console: Console, machine) -> None:
@@ -120,8 +126,7 @@ def _print_tails(console: Console, result) -> None:
 def print_offloads(console: Console, offloads, ram_bytes: int | None) -> None:
     if not offloads:
         return
-    table = Table(title=f"with weights in this machine's {ram_bytes / GiB:,.1f} GiB of host RAM, one request at a time "
-                        "(1024 prompt / 256 output tokens)")
+    table = Table(title=f"with weights in this machine's {ram_bytes / GiB:,.1f} GiB of host RAM, {_one_request()}")
     for col in ("model", "quant", "setting", "host RAM", "TTFT", "output tokens/s"):
         table.add_column(col, overflow="fold")
     for row in offloads:
@@ -134,7 +139,7 @@ def print_offloads(console: Console, offloads, ram_bytes: int | None) -> None:
 def print_speeds(console: Console, speeds) -> None:
     if not speeds:
         return
-    table = Table(title="how fast, one request at a time (1024 prompt / 256 output tokens)")
+    table = Table(title=f"how fast, {_one_request()}")
     for col in ("model", "quant", "TTFT", "output tokens/s", "source"):
         table.add_column(col)
     for s in speeds:
