@@ -47,3 +47,14 @@ def test_an_ollama_server_on_one_gpu_rents_a_one_gpu_instance(catalog):
 def test_stated_replicas_are_cells_that_carry_users(catalog, money):
     r = plan(_scenario("llama-3.3-70b", 4, 50, quantization="fp8", engine="vllm", replicas=3, money=money), catalog)
     assert r.rented_cells == 3 and r.rented_users > 0
+
+
+@pytest.mark.parametrize("rented", [False, True])
+def test_the_same_gpus_carry_the_same_users_owned_or_rented(catalog, rented):
+    """DeepSeek-V3 on one HGX H200: a TP8 cell and an expert-parallel DP8 cell both rent as one 8-GPU instance;
+    at the same price the rent route takes the one carrying more users, as the owned loadout does."""
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "hgx-h200"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": rented})
+    r = plan(s, catalog)
+    assert (r.loadouts, r.rented_cells, r.rented_cell_gpus, r.rented_instances) == (1, 1, 8, 1)
+    assert r.rented_users == r.supported_users

@@ -5,7 +5,9 @@ The owned loadout is sized to a system (it packs the cells that carry the most u
 renting is sized to the target. Each replica-cell layout the owned loadout tries is tried again on
 the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
 on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
-own rate per GPU-hour, and the layout that costs least a month is the rent route. A cell no wider
+own rate per GPU-hour, and the layout that costs least a month is the rent route (at the same price,
+the one carrying more users, as the owned loadout is packed with the layout carrying the most, so the
+same GPUs carry the same users owned or rented). A cell no wider
 than the owned loadout is rented where one meets the speed target, so rent and purchase compare the
 same deployment; else the wider cells a listing holds are rented and the note names both widths.
 An Ollama server holds its whole host, owned or rented: it is tried on every instance size the
@@ -175,7 +177,8 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
         options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas, prefill))]
         if not options:
             return RentRoute(note="rent: no replica cell meets the workload's speed target")
-        return min(options, key=lambda c: (_tier(c, space.loadout_gpus), c.all_gpus)).at_rate(s.money.rent_usd_per_gpu_hour)
+        return min(options, key=lambda c: (_tier(c, space.loadout_gpus), c.all_gpus, -c.users)).at_rate(
+            s.money.rent_usd_per_gpu_hour)
     listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
@@ -189,7 +192,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
                if (rented := c.rented(listings)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)
-    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid))
+    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid, -o[1].users))
     wider = (f" (wider than the owned loadout of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''}: "
              f"no replica cell of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''} or fewer meets the "
              f"workload's speed target, so the {c.gpus}-GPU cells a listing holds are rented)"
