@@ -58,3 +58,16 @@ def test_the_same_gpus_carry_the_same_users_owned_or_rented(catalog, rented):
     r = plan(s, catalog)
     assert (r.loadouts, r.rented_cells, r.rented_cell_gpus, r.rented_instances) == (1, 1, 8, 1)
     assert r.rented_users == r.supported_users
+
+
+def test_pools_over_several_trays_of_a_rack_rent_as_several_trays(catalog):
+    """GB200 NVL72: the NVLink domain is 72 GPUs but one OS host, the instance a provider rents, is a 4-GPU
+    tray; pools over three trays hand the KV cache over between hosts, so they rent as three 4-GPU instances."""
+    s = Scenario.model_validate({
+        "model": "deepseek-v3", "engine": "vllm", "platform": {"system": "gb200-nvl72"},
+        "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True,
+        "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+        "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 4}}})
+    r = plan(s, catalog)
+    assert (r.rented_instances, r.rented_instance_gpus, r.rented_cells, r.rented_cell_gpus) == (3, 4, 2, 4)
+    assert r.rent_usd_per_month > 0
