@@ -171,3 +171,11 @@ def test_a_pool_instances_note_names_its_first_host_not_host_0(catalog):
     spans = [n for n in launch.notes if "serves the API; every host runs its own lines" in n]
     assert spans and all("the instance's first host (HOSTn) serves the API" in n for n in spans)
     assert not any("host 0 (the head)" in n for n in spans)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_a_pool_scripts_engine_notes_name_the_instances_head_not_host_0(catalog, engine):
+    """In a pools script HOST0 is the router's host; an instance's hosts join that instance's own first host."""
+    launch = pools_plan(Deployment(engine=engine, **DECODE), LAYOUT, catalog).launch
+    assert not any("host 0" in n.lower().replace("host0", "") for n in launch.notes), launch.notes
+    assert any("the instance's head" in n or "the instance's first host" in n for n in launch.notes)
