@@ -15,7 +15,8 @@ where host 0 names them (llama.cpp's ``--rpc``): ``$HOST1_IP`` … in a shell sc
 instance over several hosts is written the same way, its role's flags on every host (SGLang's PD guide starts
 each host of a multi-node prefill or decode instance with ``--disaggregation-mode`` beside ``--nnodes``,
 ``--node-rank`` and ``--dist-init-addr``); in a pools script, whose hosts are ``HOST0``, ``HOST1`` …, its head is
-the script's host ``n`` it starts on, named ``$HOSTn_IP`` (``pool_addressing``).
+its first host, named ``$HEAD_IP`` on each of the instance's hosts (``POOL_ADDRESSING``), so every instance of
+a pool runs the same lines.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD
 LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
 
 
-def pool_addressing(head_host: int) -> Addressing:
-    """A pool instance's hosts in a pools script: its head is the script's host ``head_host``, ``$HOSTn_IP``."""
-    variable = WORKER_VARIABLE.format(head_host)
-    return Addressing(f"${variable}", check=f': "${{{variable}:?set {variable} to the address of HOST{head_host}}}"',
-                      told="with HOSTn_IP set to the address of HOSTn, the instance's first host, where its lines name it")
+# a pool instance's hosts in a pools script: every instance of a pool runs the same lines, each host told its own
+# instance's head (the instance's first host) as $HEAD_IP, so a pool of many instances is written once per host part
+POOL_ADDRESSING = Addressing(
+    f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of this instance\'s first host}}"',
+    told=f"with {HEAD_VARIABLE} set on each of its hosts to the address of the instance's first host")
 
 
 class HostCommand(Output):
@@ -108,13 +109,13 @@ def over_hosts_refusal(d: Deployment, catalog: Catalog, host_gpus: int | None = 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
                  env: dict[str, str] | None = None, attention_dp: bool = False,
-                 head_host: int | None = None, host_gpus: int | None = None) -> HostsLaunch | None:
+                 pool: bool = False, host_gpus: int | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
     each host running the engine runs first (its options file); ``env``: the environment it starts with;
     ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
-    expert parallelism), not whole copies of the model; ``head_host``: a pool instance's first host in a pools
-    script (``pool_addressing``), None: host 0 at ``$HEAD_IP``; ``host_gpus``: the GPUs each host has, where fewer
+    expert parallelism), not whole copies of the model; ``pool``: a pool instance in a pools script, its head its
+    first host (``POOL_ADDRESSING``), else host 0; ``host_gpus``: the GPUs each host has, where fewer
     than the catalogue's (``host_split``)."""
     split = host_split(d, catalog, host_gpus)
     if split is None:
@@ -125,12 +126,12 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
         raise InvalidScenarioError(f"{spans_hosts_note(split, d)}, and {split.gpus} GPUs do not split evenly over "
                                    f"{split.hosts} hosts", field="tensor_parallel_size",
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
-    addressing = LEADER_WORKER_SET if target == "k8s" else SHELL if head_host is None else pool_addressing(head_host)
+    addressing = LEADER_WORKER_SET if target == "k8s" else POOL_ADDRESSING if pool else SHELL
     launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
-    head = "host 0 (the head)" if head_host is None else "the instance's first host (HOSTn)"
+    head = "the instance's first host" if pool else "host 0 (the head)"
     where = f"{head} serves the API; every host runs its own lines"
     if addressing.check and _names(launch, "{head}"):
         where += f", {addressing.told}"
