@@ -5,6 +5,7 @@ instance's first host; under ``--format k8s`` a LeaderWorkerSet per pool."""
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 import yaml
@@ -206,3 +207,27 @@ def test_a_groups_hosts_are_written_as_evenly_spaced_runs_and_their_period():
     assert host_list((0, 1, 2, 3)) == "HOST0–HOST3 (4 hosts)"
     assert host_list((0, 4, 8, 12, 18, 22, 26, 30, 36)) == "HOST0, HOST4 … HOST12, and the same every 18 hosts to HOST36 (9 hosts)"
     assert host_list((0, 4, 9)) == "HOST0, HOST4, HOST9 (3 hosts)"
+
+
+def test_vllm_k8s_pools_over_trays_are_leader_worker_sets_whose_workers_take_their_first_rank_from_their_index(catalog):
+    """vLLM's data-parallel ranks over hosts as LeaderWorkerSets: the leader serves, each worker pod runs --headless
+    from rank LWS_WORKER_INDEX × 4 (a tray's ranks), worked out by its shell."""
+    plan = pools_plan(Deployment(engine="vllm", **DECODE), LAYOUT, catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    groups = {d["metadata"]["name"]: d for d in docs if d["kind"] == "LeaderWorkerSet"}
+    assert sorted(g["spec"]["leaderWorkerTemplate"]["size"] for g in groups.values()) == [4, 8]
+    flags = engine_flags(catalog, "vllm")
+    gpus = 0
+    for group in groups.values():
+        template = group["spec"]["leaderWorkerTemplate"]
+        leader = template["leaderTemplate"]["spec"]["containers"][0]
+        worker = template["workerTemplate"]["spec"]["containers"][0]
+        assert leader["resources"]["limits"]["nvidia.com/gpu"] == worker["resources"]["limits"]["nvidia.com/gpu"] == 4
+        assert "--headless" not in leader["args"] and leader["args"][leader["args"].index("--data-parallel-address") + 1] \
+            == "$(LWS_LEADER_ADDRESS)"
+        assert worker["command"] == ["/bin/sh", "-c"] and len(worker["args"]) == 1
+        argv = shlex.split(worker["args"][0].replace("$((LWS_WORKER_INDEX * 4))", "8"))  # worker 2 of its group
+        assert argv[:3] == ["exec", "vllm", "serve"] and _value(tuple(argv), "--data-parallel-start-rank") == "8"
+        assert "--headless" in argv and set(_options(tuple(argv[3:]))) <= set(flags.accepted)
+        gpus += group["spec"]["replicas"] * template["size"] * TRAY_GPUS
+    assert gpus == plan.gpus == 48

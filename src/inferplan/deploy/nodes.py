@@ -40,7 +40,7 @@ from inferplan.memory.host_span import HostSplit, host_split, spans_hosts_note
 HEAD_VARIABLE = "HEAD_IP"
 WORKER_VARIABLE = "HOST{}_IP"  # host i's address, where host 0 names the others (llama.cpp's --rpc)
 OWN_VARIABLE = "HOST_IP"  # the address of the host a line runs on (a pool worker's, told to its peers)
-_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d*)_IP")  # an argument the shell must expand: double-quoted
+_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d*)_IP|\$\(\(")  # an argument the shell must expand: double-quoted
 Target = Literal["shell", "k8s"]  # what runs the hosts' commands: a shell on each, or a LeaderWorkerSet's pods
 
 
@@ -50,13 +50,17 @@ class Addressing:
 
     head: str
     worker_rank: str | None = None  # one text every worker's command takes (a pod template's); None: its index
+    worker_start_rank: str | None = None  # the same for its first data-parallel rank, ``{local}`` ranks a host
     check: str | None = None  # a shell line each host runs first
     told: str = f"with {HEAD_VARIABLE} set to host 0's address"  # what the hosts' notes say to set
 
 
 SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of host 0}}"')
 # the variables LWS sets in every pod of a group (flags-lws-examples): the leader's address, the pod's index
-LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
+# a worker's first data-parallel rank is its index × the ranks a host runs: shell arithmetic, so its pod runs the
+# command through a shell (``shell_arithmetic``), as llm-d's wide-EP LeaderWorkerSet starts vLLM (flags-llmd-wide-ep-lws)
+LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
+                               worker_start_rank="$((LWS_WORKER_INDEX * {local}))")
 
 
 # a pool instance's hosts in a pools script: every instance of a pool runs the same lines, each host told its own
@@ -201,13 +205,15 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
           before: tuple[str, ...], addressing: Addressing, rank_gpus: int, env: dict[str, str]) -> HostCommand:
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
     local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
+    start = str(i * local) if i == 0 or addressing.worker_start_rank is None else \
+        addressing.worker_start_rank.replace("{local}", str(local))
 
     workers = ",".join(f"${WORKER_VARIABLE.format(j)}:{launch.worker_port}" for j in range(1, split.hosts))
 
     def fill(args: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank).replace("{head}", addressing.head)
                      .replace("{workers}", workers).replace("{local_ranks}", str(local))
-                     .replace("{start_rank}", str(i * local)) for a in args)
+                     .replace("{start_rank}", start) for a in args)
 
     if i == 0:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
@@ -232,6 +238,11 @@ def shell_join(argv: tuple[str, ...]) -> str:
     """``argv`` as one shell line: each argument quoted where the shell needs it, host 0's address variable
     left for the shell to expand."""
     return " ".join(f'"{a}"' if _ADDRESS.search(a) else shlex.quote(a) for a in argv)
+
+
+def shell_arithmetic(argv: tuple[str, ...]) -> bool:
+    """Whether ``argv`` holds shell arithmetic (a LeaderWorkerSet worker's first rank), so it runs through a shell."""
+    return any("$((" in a for a in argv)
 
 
 def env_words(env: dict[str, str]) -> tuple[str, ...]:
