@@ -71,3 +71,17 @@ def test_pools_over_several_trays_of_a_rack_rent_as_several_trays(catalog):
     r = plan(s, catalog)
     assert (r.rented_instances, r.rented_instance_gpus, r.rented_cells, r.rented_cell_gpus) == (3, 4, 2, 4)
     assert r.rent_usd_per_month > 0
+
+
+def test_a_rented_tray_of_a_rack_is_planned_as_the_tray_not_the_rack(catalog):
+    """GB200 NVL72 rented: the target's cell rents as one 4-GPU tray, another machine than the 72-GPU rack a buyer
+    owns, so the rented plan's supported users and at-capacity cost are the tray's, and a note says so."""
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert (r.rented_cell_gpus, r.rented_instance_gpus) == (4, 4) and owned.capacity.cell.gpus > 4
+    assert r.supported_users == r.rented_users == r.capacity_users < owned.supported_users
+    assert r.owner_cost_usd_per_mtok_at_capacity == pytest.approx(
+        r.rent_usd_per_month / (r.rented_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
+    assert any("another machine than the owned loadout" in a for a in r.assumptions)

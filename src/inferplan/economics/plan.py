@@ -9,6 +9,7 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from typing import Callable, TypeVar
@@ -203,9 +204,26 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
                       owned.operating_usd_per_month - owned.monthly.staff_usd, owned_users=size.served_users,
                       prefill=size.prefill)
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
+    size, capacity_users = _deployed(s, size, rent)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
-    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month)
-    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token)
+    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month, capacity_users)
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, capacity_users)
+
+
+def _deployed(s: Scenario, size: Sizing, rent: RentRoute) -> tuple[Sizing, float]:
+    """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
+    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack), the rented cells', with a
+    note that says so. The same GPUs carry the same users owned or rented."""
+    owned_cells = s.replicas or size.loadouts * size.capacity.cells
+    if not s.rented or rent.users is None or (rent.cell_gpus, rent.engine_instances) == (size.capacity.cell.gpus, owned_cells):
+        return size, size.loadouts_run * size.users_per_loadout
+    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
+            f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
+            f"({owned_cells:,} cell(s) of {size.capacity.cell.gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
+            f"supported users and at-capacity costs are theirs, {rent.users:,} users, not the loadouts' "
+            f"{size.supported_users:,}")
+    return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
+                               notes=(*size.notes, note)), float(rent.users)
 
 
 def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
@@ -290,12 +308,12 @@ class _PerToken:
 
 
 def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
-               m: MoneyInputs, rent_usd_per_month: float | None) -> _PerToken:
+               m: MoneyInputs, rent_usd_per_month: float | None, capacity_users: float) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
     rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
     # the tokens the replica cells run carry at capacity: the users their tightest limit allows (input
     # tokens included), each with the workload's month
-    capacity_tokens = size.loadouts_run * size.users_per_loadout * w.monthly_tokens
+    capacity_tokens = capacity_users * w.monthly_tokens
     owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
     if owner_month is None:  # not owned, not rented: no owner cost
         return _PerToken(None, None, None, None, None, capacity_tokens, None, rent_mtok)
@@ -320,7 +338,7 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
 
 
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
-              quotes: _Quotes, rent: RentRoute, per_token: _PerToken) -> PlanResult:
+              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, capacity_users: float) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
@@ -363,7 +381,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
-        capacity_users=size.loadouts_run * size.users_per_loadout,
+        capacity_users=capacity_users,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
