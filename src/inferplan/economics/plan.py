@@ -215,11 +215,12 @@ def _deployed(s: Scenario, size: Sizing, rent: RentRoute) -> tuple[Sizing, float
     are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack), the rented cells', with a
     note that says so. The same GPUs carry the same users owned or rented."""
     owned_cells = s.replicas or size.loadouts * size.capacity.cells
-    if not s.rented or rent.users is None or (rent.cell_gpus, rent.engine_instances) == (size.capacity.cell.gpus, owned_cells):
+    cell_gpus = size.capacity.cell_host_gpus or size.capacity.cell.gpus  # an Ollama server's: its host's, as rented
+    if not s.rented or rent.users is None or (rent.cell_gpus, rent.engine_instances) == (cell_gpus, owned_cells):
         return size, size.loadouts_run * size.users_per_loadout
     note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
             f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
-            f"({owned_cells:,} cell(s) of {size.capacity.cell.gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
+            f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
             f"supported users and at-capacity costs are theirs, {rent.users:,} users, not the loadouts' "
             f"{size.supported_users:,}")
     return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
