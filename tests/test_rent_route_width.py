@@ -85,3 +85,17 @@ def test_a_rented_tray_of_a_rack_is_planned_as_the_tray_not_the_rack(catalog):
     assert r.owner_cost_usd_per_mtok_at_capacity == pytest.approx(
         r.rent_usd_per_month / (r.rented_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
     assert any("another machine than the owned loadout" in a for a in r.assumptions)
+
+
+def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_users(catalog):
+    """llama-3.3-70b fp8 on HGX H100 for 100,000 users: the target needs fewer TP4 cells than the two owned 8-GPU
+    loadouts hold, yet the rented 8-GPU instances hold the same 4 TP4 cells, the same machine: the loadouts' users."""
+    s = Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "engine": "vllm",
+                                 "platform": {"system": "hgx-h100"}, "workload": {"preset": "chat-seat"},
+                                 "target_users": 100000, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert (r.rented_instance_gpus, r.rented_cell_gpus, r.capacity.cell.gpus) == (8, 4, 4)
+    assert r.rented_cells < owned.loadouts * owned.capacity.cells
+    assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
+    assert not any("another machine" in a for a in r.assumptions)

@@ -204,19 +204,22 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
                       owned.operating_usd_per_month - owned.monthly.staff_usd, owned_users=size.served_users,
                       prefill=size.prefill)
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
-    size, capacity_users = _deployed(s, size, rent)
+    size, capacity_users = _deployed(s, size, rent, hw.gpus_per_system)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
     per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month, capacity_users)
     return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, capacity_users)
 
 
-def _deployed(s: Scenario, size: Sizing, rent: RentRoute) -> tuple[Sizing, float]:
+def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
     """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
-    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack), the rented cells', with a
-    note that says so. The same GPUs carry the same users owned or rented."""
+    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack: instances narrower than the
+    owned system of ``system_gpus`` GPUs, or cells of another width), the rented cells', with a note that says so.
+    Cells of the owned width on instances as wide as the system are the same machine, however many the target needs,
+    so they carry the loadouts' users: the same GPUs carry the same users owned or rented."""
     owned_cells = s.replicas or size.loadouts * size.capacity.cells
     cell_gpus = size.capacity.cell_host_gpus or size.capacity.cell.gpus  # an Ollama server's: its host's, as rented
-    if not s.rented or rent.users is None or (rent.cell_gpus, rent.engine_instances) == (cell_gpus, owned_cells):
+    narrower = rent.instance_gpus is not None and rent.instance_gpus < system_gpus
+    if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
         return size, size.loadouts_run * size.users_per_loadout
     note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
             f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
