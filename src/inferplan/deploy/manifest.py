@@ -268,5 +268,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image, _ = manifest_parts(d, catalog, role=role, speculative=speculative, model_cache=model_cache)
+    manifest, image, pods = manifest_parts(d, catalog, role=role, speculative=speculative, model_cache=model_cache)
+    # the command's notes as its pods run it (a LeaderWorkerSet names its leader's address itself)
+    command = command.model_copy(update={"notes": (*pods.notes, *((unchecked,) if unchecked else ()))})
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

@@ -60,7 +60,9 @@ SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD
 # a worker's first data-parallel rank is its index × the ranks a host runs: shell arithmetic, so its pod runs the
 # command through a shell (``shell_arithmetic``), as llm-d's wide-EP LeaderWorkerSet starts vLLM (flags-llmd-wide-ep-lws)
 LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
-                               worker_start_rank="$((LWS_WORKER_INDEX * {local}))")
+                               worker_start_rank="$((LWS_WORKER_INDEX * {local}))",
+                               told="with host 0's address as LWS_LEADER_ADDRESS, which the LeaderWorkerSet sets in "
+                                    "each pod of the group (nothing to set)")
 
 
 # a pool instance's hosts in a pools script: every instance of a pool runs the same lines, each host told its own
@@ -137,7 +139,7 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
                      for i in range(split.hosts))
     head = "the instance's first host" if pool else "host 0 (the head)"
     where = f"{head} serves the API; every host runs its own lines"
-    if addressing.check and _names(launch, "{head}"):
+    if _names(launch, "{head}"):
         where += f", {addressing.told}"
     if addressing.check and _names(launch, "{workers}"):
         where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on {head} to the "
