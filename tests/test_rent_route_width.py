@@ -99,3 +99,19 @@ def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_
     assert r.rented_cells < owned.loadouts * owned.capacity.cells
     assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
     assert not any("another machine" in a for a in r.assumptions)
+
+
+@pytest.mark.parametrize("scenario", [
+    {"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"}, "target_users": 20000},
+    {"model": "gpt-oss-120b", "platform": {"system": "hgx-h100"}, "target_users": 2000}])
+def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_loadouts(catalog, scenario):
+    """A rack's tray (or a 1-GPU instance for an 8-GPU loadout) rented: the users are the rented cells', while the
+    GPUs, users per loadout and replica cell (its launch command) stay the owned loadout's, and the note says so."""
+    s = Scenario.model_validate({**scenario, "workload": {"preset": "chat-seat"}, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert r.supported_users == r.rented_users != owned.supported_users
+    assert (r.gpus, r.users_per_loadout, r.capacity) == (owned.gpus, owned.users_per_loadout, owned.capacity)
+    note = next(a for a in r.assumptions if "another machine than the owned loadout" in a)
+    assert "GPUs, users per loadout, replica cell (its memory, speed and launch command)" in note
+    assert "stay the owned loadout's" in note

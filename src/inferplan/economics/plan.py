@@ -51,8 +51,10 @@ class PlanResult(BaseModel):
     prefill_systems: int = 0  # systems (or N-GPU units) the prefill pool adds to the loadouts
     gpus_per_system: int = 1
     gpus: int
-    supported_users: int  # by all loadouts
-    users_per_loadout: int = 0  # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's)
+    supported_users: int  # by all loadouts (rented on another machine than the loadout: by the rented cells, as a note says)
+    # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's); the owned loadout's
+    # even where a rented scenario's rented cells are another machine
+    users_per_loadout: int = 0
     served_users: int
     capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
@@ -213,7 +215,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
 def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
     """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
     are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack: instances narrower than the
-    owned system of ``system_gpus`` GPUs, or cells of another width), the rented cells', with a note that says so.
+    owned system of ``system_gpus`` GPUs, or cells of another width), the rented cells' users, with a note that says
+    which figures are theirs and which stay the owned loadout's (its GPUs, users per loadout and replica cell).
     Cells of the owned width on instances as wide as the system are the same machine, however many the target needs,
     so they carry the loadouts' users: the same GPUs carry the same users owned or rented."""
     owned_cells = s.replicas or size.loadouts * size.capacity.cells
@@ -224,8 +227,9 @@ def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> t
     note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
             f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
             f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
-            f"supported users and at-capacity costs are theirs, {rent.users:,} users, not the loadouts' "
-            f"{size.supported_users:,}")
+            f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users, not the loadouts' "
+            f"{size.supported_users:,}; the loadouts, their GPUs, users per loadout, replica cell (its memory, speed and "
+            f"launch command) and output tokens per MW stay the owned loadout's, what owning would run")
     return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
                                notes=(*size.notes, note)), float(rent.users)
 
