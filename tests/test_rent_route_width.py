@@ -8,6 +8,7 @@ import pytest
 
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 
 
 def _scenario(model: str, gpus: int, target_tok_s: float, **extra) -> Scenario:
@@ -98,7 +99,7 @@ def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_
     assert (r.rented_instance_gpus, r.rented_cell_gpus, r.capacity.cell.gpus) == (8, 4, 4)
     assert r.rented_cells < owned.loadouts * owned.capacity.cells
     assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
-    assert not any("another machine" in a for a in r.assumptions)
+    assert not any("another machine" in a for a in r.assumptions) and not r.users_on_rented_cells
 
 
 @pytest.mark.parametrize("scenario", [
@@ -115,3 +116,7 @@ def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_load
     note = next(a for a in r.assumptions if "another machine than the owned loadout" in a)
     assert "GPUs, users per loadout, replica cell (its memory, speed and launch command)" in note
     assert "stay the owned loadout's" in note
+    assert r.users_on_rented_cells and not owned.users_on_rented_cells
+    cards = {c.key: c for c in plan_cards(r)}
+    assert cards["users"].note.startswith("the rented cells' (") and "owning: " in cards["users"].note
+    assert "what owning would run" in cards["loadouts"].note and "rented cells full" in cards["cost_per_mtok_at_capacity"].note

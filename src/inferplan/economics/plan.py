@@ -100,6 +100,9 @@ class PlanResult(BaseModel):
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     capacity_users: float = 0.0  # the users those tokens are (not floored): the at-capacity cost's users
+    # rented on another machine than the owned loadout (a rack's tray): the users above are the rented cells', while
+    # the loadouts, gpus, users_per_loadout, capacity and output_tokens_per_s_per_mw stay the owned loadout's
+    users_on_rented_cells: bool = False
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
     fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
@@ -209,7 +212,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     size, capacity_users = _deployed(s, size, rent, hw.gpus_per_system)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
     per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month, capacity_users)
-    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, capacity_users)
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, capacity_users,
+                     on_rented_cells=size is not known.sizing)
 
 
 def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
@@ -346,7 +350,8 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
 
 
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
-              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, capacity_users: float) -> PlanResult:
+              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, capacity_users: float, *,
+              on_rented_cells: bool = False) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
@@ -389,7 +394,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
-        capacity_users=capacity_users,
+        capacity_users=capacity_users, users_on_rented_cells=on_rented_cells,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
