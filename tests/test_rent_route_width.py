@@ -107,16 +107,30 @@ def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_
     {"model": "gpt-oss-120b", "platform": {"system": "hgx-h100"}, "target_users": 2000}])
 def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_loadouts(catalog, scenario):
     """A rack's tray (or a 1-GPU instance for an 8-GPU loadout) rented: the users are the rented cells', while the
-    GPUs, users per loadout and replica cell (its launch command) stay the owned loadout's, and the note says so."""
+    GPUs, users per loadout and replica cell (its memory and speed) stay the owned loadout's, and the note says so."""
     s = Scenario.model_validate({**scenario, "workload": {"preset": "chat-seat"}, "rented": True})
     r = plan(s, catalog)
     owned = plan(s.model_copy(update={"rented": False}), catalog)
     assert r.supported_users == r.rented_users != owned.supported_users
     assert (r.gpus, r.users_per_loadout, r.capacity) == (owned.gpus, owned.users_per_loadout, owned.capacity)
     note = next(a for a in r.assumptions if "another machine than the owned loadout" in a)
-    assert "GPUs, users per loadout, replica cell (its memory, speed and launch command)" in note
+    assert "launch command is a rented cell's" in note and "users per loadout, replica cell (its memory and speed)" in note
     assert "stay the owned loadout's" in note
     assert r.users_on_rented_cells and not owned.users_on_rented_cells
     cards = {c.key: c for c in plan_cards(r)}
     assert cards["users"].note.startswith("the rented cells' (") and "owning: " in cards["users"].note
     assert "what owning would run" in cards["loadouts"].note and "rented cells full" in cards["cost_per_mtok_at_capacity"].note
+
+
+def test_a_rented_tray_of_a_rack_launches_the_rented_cell(catalog):
+    """GB200 NVL72 rented as one 4-GPU tray: the plan's launch command is the tray's cell, not the rack's 72 ranks."""
+    from inferplan.search.deploying import plan_launch
+
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
+    r = plan(s, catalog)
+    assert r.rented_cell is not None and r.rented_cell.gpus == r.rented_cell_gpus == 4
+    text = plan_launch(catalog, s, r).text
+    assert "--data-parallel-size 4" in text and "host 0 of" not in text
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert "--data-parallel-size 72" in plan_launch(catalog, s, owned).text

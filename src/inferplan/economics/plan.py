@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity
+from inferplan.economics.capacity import CellCapacity, LoadoutCapacity
 from inferplan.economics.operating import Costs, owned_costs, rented_costs
 from inferplan.memory.resolve import resolve_model
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
@@ -90,6 +90,7 @@ class PlanResult(BaseModel):
     rented_cells: int | None = None  # replica cells the target needs, rented (at least one)
     rented_cell_gpus: int | None = None  # GPUs of one rented replica cell
     rented_users: int | None = None  # users the rented cells carry (at least the target)
+    rented_cell: CellCapacity | None = None  # the replica cell rented (its layout, memory and speed)
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
     api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
@@ -232,8 +233,9 @@ def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> t
             f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
             f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
             f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users, not the loadouts' "
-            f"{size.supported_users:,}; the loadouts, their GPUs, users per loadout, replica cell (its memory, speed and "
-            f"launch command) and output tokens per MW stay the owned loadout's, what owning would run")
+            f"{size.supported_users:,}, and the launch command is a rented cell's; the loadouts, their GPUs, users per "
+            f"loadout, replica cell (its memory and speed) and output tokens per MW stay the owned loadout's, what "
+            f"owning would run")
     return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
                                notes=(*size.notes, note)), float(rent.users)
 
@@ -387,7 +389,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
         rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
-        rented_cell_gpus=rent.cell_gpus, rented_users=rent.users,
+        rented_cell_gpus=rent.cell_gpus, rented_users=rent.users, rented_cell=rent.cell,
         rent_usd_per_month=rent.usd_per_month, rent_usd_per_mtok=per_token.rent_usd_per_mtok,
         rent_vs_buy_break_even_months=rent.break_even_months, rent_vs_buy_break_even_note=rent.break_even_note,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,

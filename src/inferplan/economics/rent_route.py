@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts, units_for_target
+from inferplan.economics.capacity import CellCapacity, LoadoutCapacity, candidate_loadouts, units_for_target
 from inferplan.economics.pools import PrefillSizing
 from inferplan.economics.rental import (Listing, RentedEngines, named_listing, on_demand_listings, rent_engine_instances,
                                         rent_pools)
@@ -62,6 +62,7 @@ class RentRoute:
     engine_instances: int | None = None  # replica cells rented
     cell_gpus: int | None = None  # GPUs of one rented replica cell
     users: int | None = None  # users the rented cells carry
+    cell: CellCapacity | None = None  # the rented replica cell (its layout, memory and speed)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class _Cells:
     users: int
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
     host: bool = False  # an Ollama server: it holds its whole instance, one server per instance
+    cell: CellCapacity | None = None  # the layout's replica cell
 
     @property
     def text(self) -> str:
@@ -99,14 +101,14 @@ class _Cells:
         return RentRoute(basis="your rate per GPU-hour",
                          usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
-                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users)
+                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell)
 
     def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q = rented.quote
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
-                         users=self.users)
+                         users=self.users, cell=self.cell)
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,
@@ -119,10 +121,10 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     gpus = t.cell_host_gpus or t.cell.gpus  # an Ollama server holds its host's GPUs, as an owned loadout's does
     host = t.cell_host_gpus is not None
     if stated is not None:
-        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host)
+        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host, t.cell)
     if not meets:
         return None
-    return _Cells(gpus, *units_for_target(per_cell, target), host=host)
+    return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell)
 
 
 def _tier(c: _Cells, loadout_gpus: int) -> tuple[bool, bool]:
