@@ -337,3 +337,22 @@ def test_a_bare_gb200_gpu_over_its_nvl72_domain_is_launched_over_compute_trays()
     command = _command(model="deepseek-v3", gpu="gb200", tensor_parallel_size=8, pipeline_parallel_size=1)
     assert command.hosts == 2 and "compute tray holds (4 GPUs)" in " ".join(command.notes)
     assert _command(model="qwen3-8b", gpu="h100-sxm", tensor_parallel_size=8, pipeline_parallel_size=1).hosts == 1
+
+
+def test_a_leader_worker_set_tells_its_pods_the_leader_address_itself():
+    """Under k8s the hosts' note names the address the LeaderWorkerSet sets, not a HEAD_IP the user would set."""
+    from inferplan.deploy import launch_plan
+
+    d = Deployment(model="qwen3-8b", gpu="h100-sxm", tensor_parallel_size=8, pipeline_parallel_size=2)
+    notes = " ".join(launch_plan(d, CATALOG, output_format="k8s").command.notes)
+    assert "LWS_LEADER_ADDRESS" in notes and "HEAD_IP" not in notes
+    assert "HEAD_IP set to host 0's address" in " ".join(launch_plan(d, CATALOG).command.notes)
+
+
+def test_a_release_whose_only_multi_host_launch_is_ray_is_refused_as_a_leader_worker_set_at_engine_version():
+    """docs/search.md: the refusal names engine_version (the release the native launch needs), the Ray one beside it."""
+    d = Deployment(model="qwen3-8b", gpu="h100-sxm", tensor_parallel_size=8, pipeline_parallel_size=2,
+                   engine_version="0.10.0")
+    with pytest.raises(UnsupportedSettingError) as exc:
+        kubernetes_manifest(d, CATALOG)
+    assert exc.value.field == "engine_version" and "LeaderWorkerSet" in str(exc.value) and "ray" in str(exc.value)

@@ -5,6 +5,7 @@ instance's first host; under ``--format k8s`` a LeaderWorkerSet per pool."""
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 import yaml
@@ -34,8 +35,8 @@ def _value(argv: tuple[str, ...], flag: str) -> str:
 
 def _hosts(launch):
     """Each host's (role, argv) in order, from the pools' host groups."""
-    return [(w.role, w.host_commands[g.part].argv) for g in launch.hosts for w in g.workers for _ in
-            range(g.first_host, g.last_host + 1) if g.part is not None]
+    return [argv for _, argv in sorted((h, (w.role, w.host_commands[g.part].argv)) for g in launch.hosts
+                                       for w in g.workers for h in g.host_indices if g.part is not None)]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
@@ -58,13 +59,14 @@ def test_sglang_pool_hosts_join_their_own_instances_head(catalog):
     launch = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT, catalog).launch
     hosts = _hosts(launch)
     for i, (role, argv) in enumerate(hosts):
-        head, rank, size = (0, i, 4) if role == "prefill" else (4, i - 4, 8)
+        rank, size = (i, 4) if role == "prefill" else (i - 4, 8)
         assert _value(argv, "--disaggregation-mode") == role
         assert (_value(argv, "--nnodes"), _value(argv, "--node-rank")) == (str(size), str(rank))
-        assert _value(argv, "--dist-init-addr") == f"$HOST{head}_IP:20000"
+        assert _value(argv, "--dist-init-addr") == "$HEAD_IP:20000"  # set on each host to its instance's first
         assert _value(argv, "--tp-size") == _value(argv, "--ep-size") == str(4 * size)  # DP attention over the trays
     script = launch.script
-    assert 'set HOST4_IP to the address of HOST4' in script and '"$HOST4_IP:20000"' in script
+    assert "set HEAD_IP to the address of this instance's first host" in script and '"$HEAD_IP:20000"' in script
+    assert "# on the decode instance's first host (its head): HOST4:" in script.splitlines()
     assert " ".join(launch.router).count("http://HOST0:") == 1 and "http://HOST4:" in " ".join(launch.router)
     assert "CUDA_VISIBLE_DEVICES" not in script  # each instance takes its trays whole
 
@@ -74,7 +76,7 @@ def test_vllm_pool_hosts_start_their_share_of_the_data_parallel_ranks(catalog):
     for i, (role, argv) in enumerate(_hosts(launch)):
         rank = i if role == "prefill" else i - 4
         assert _value(argv, "--data-parallel-size-local") == str(TRAY_GPUS)
-        assert _value(argv, "--data-parallel-address") == ("$HOST0_IP" if role == "prefill" else "$HOST4_IP")
+        assert _value(argv, "--data-parallel-address") == "$HEAD_IP"
         assert ("--headless" in argv) == (rank > 0)
         if rank:
             assert _value(argv, "--data-parallel-start-rank") == str(rank * TRAY_GPUS)
@@ -169,5 +171,63 @@ def test_an_instance_over_trays_that_would_cross_a_racks_last_tray_starts_on_the
 def test_a_pool_instances_note_names_its_first_host_not_host_0(catalog):
     launch = pools_plan(Deployment(engine="sglang", **DECODE), LAYOUT, catalog).launch
     spans = [n for n in launch.notes if "serves the API; every host runs its own lines" in n]
-    assert spans and all("the instance's first host (HOSTn) serves the API" in n for n in spans)
+    assert spans and all("the instance's first host serves the API" in n for n in spans)
     assert not any("host 0 (the head)" in n for n in spans)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_a_pool_scripts_engine_notes_name_the_instances_head_not_host_0(catalog, engine):
+    """In a pools script HOST0 is the router's host; an instance's hosts join that instance's own first host."""
+    launch = pools_plan(Deployment(engine=engine, **DECODE), LAYOUT, catalog).launch
+    assert not any("host 0" in n.lower().replace("host0", "") for n in launch.notes), launch.notes
+    assert any("the instance's head" in n or "the instance's first host" in n for n in launch.notes)
+
+
+def test_a_pool_of_64_instances_over_4_trays_is_written_once_per_tray_of_an_instance(catalog):
+    """64 decode instances of 16 GPUs (4 trays each) beside 16 prefill instances: every instance of a pool runs the
+    same lines, so the script has one group per tray of an instance (8), not one per host (320), and each group's
+    comment names the hosts it runs on, together every host once."""
+    d = Deployment(engine="sglang", **{**DECODE, "data_parallel_size": 16})
+    launch = pools_plan(d, LAYOUT.model_copy(update={"prefill_instances": 16, "replicas": 64}), catalog).launch
+    assert [(g.workers[0].role, g.part, len(g.heads)) for g in launch.hosts] == \
+        [("prefill", i, 16) for i in range(4)] + [("decode", i, 64) for i in range(4)]
+    hosts = [h for g in launch.hosts for h in g.host_indices]
+    assert len(hosts) == len(set(hosts)) == 80 * 4
+    heads = [int(h) for h in re.findall(r"http://HOST(\d+):", " ".join(launch.router))]
+    assert sorted(heads) == sorted(h for g in launch.hosts if g.part == 0 for h in g.host_indices)
+    assert all(h // 18 == (h + 3) // 18 for h in heads)  # each instance inside one rack's 18 trays
+    comments = [line for line in launch.script.splitlines() if line.startswith("# on each")]
+    assert len(comments) == 8 and "(64 hosts):" in comments[-1]
+    assert len(launch.script.splitlines()) < 40
+
+
+def test_a_groups_hosts_are_written_as_evenly_spaced_runs_and_their_period():
+    from inferplan.deploy.pools import host_list
+    assert host_list((3,)) == "HOST3"
+    assert host_list((0, 1, 2, 3)) == "HOST0–HOST3 (4 hosts)"
+    assert host_list((0, 4, 8, 12, 18, 22, 26, 30, 36)) == "HOST0, HOST4 … HOST12, and the same every 18 hosts to HOST36 (9 hosts)"
+    assert host_list((0, 4, 9)) == "HOST0, HOST4, HOST9 (3 hosts)"
+
+
+def test_vllm_k8s_pools_over_trays_are_leader_worker_sets_whose_workers_take_their_first_rank_from_their_index(catalog):
+    """vLLM's data-parallel ranks over hosts as LeaderWorkerSets: the leader serves, each worker pod runs --headless
+    from rank LWS_WORKER_INDEX × 4 (a tray's ranks), worked out by its shell."""
+    plan = pools_plan(Deployment(engine="vllm", **DECODE), LAYOUT, catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    groups = {d["metadata"]["name"]: d for d in docs if d["kind"] == "LeaderWorkerSet"}
+    assert sorted(g["spec"]["leaderWorkerTemplate"]["size"] for g in groups.values()) == [4, 8]
+    flags = engine_flags(catalog, "vllm")
+    gpus = 0
+    for group in groups.values():
+        template = group["spec"]["leaderWorkerTemplate"]
+        leader = template["leaderTemplate"]["spec"]["containers"][0]
+        worker = template["workerTemplate"]["spec"]["containers"][0]
+        assert leader["resources"]["limits"]["nvidia.com/gpu"] == worker["resources"]["limits"]["nvidia.com/gpu"] == 4
+        assert "--headless" not in leader["args"] and leader["args"][leader["args"].index("--data-parallel-address") + 1] \
+            == "$(LWS_LEADER_ADDRESS)"
+        assert worker["command"] == ["/bin/sh", "-c"] and len(worker["args"]) == 1
+        argv = shlex.split(worker["args"][0].replace("$((LWS_WORKER_INDEX * 4))", "8"))  # worker 2 of its group
+        assert argv[:3] == ["exec", "vllm", "serve"] and _value(tuple(argv), "--data-parallel-start-rank") == "8"
+        assert "--headless" in argv and set(_options(tuple(argv[3:]))) <= set(flags.accepted)
+        gpus += group["spec"]["replicas"] * template["size"] * TRAY_GPUS
+    assert gpus == plan.gpus == 48

@@ -120,3 +120,17 @@ def test_the_vllm_router_pod_runs_a_router_its_image_ships(catalog):
     for role in ("prefill", "decode"):
         url = container["args"][container["args"].index(f"--{role}") + 1]
         assert url == f"http://{services[role]['metadata']['name']}:{services[role]['spec']['ports'][0]['port']}"
+
+
+def test_a_pool_of_several_expert_parallel_instances_is_a_manifest_with_one_instances_memory_note(catalog):
+    """Two DP16 prefill instances on GB200 NVL72: the pool's Deployment holds 32 GPUs, and the note of the KV cache
+    its connector leaves is one instance's, as the shell script plans it."""
+    d = Deployment(model="deepseek-v3", system="gb200-nvl72", engine="vllm", data_parallel_size=32,
+                   enable_expert_parallel=True)
+    layout = PrefillLayout(prefill_instances=2, prefill_data_parallel_size=16, prefill_enable_expert_parallel=True,
+                           replicas=3)
+    plan = pools_plan(d, layout, catalog, output_format="k8s")
+    shell = pools_plan(d, layout, catalog)
+    kv = [n for n in plan.notes if n.startswith("prefill pool: with NixlConnector")]
+    assert kv and kv == [n for n in shell.launch.notes if n.startswith("prefill pool: with NixlConnector")]
+    assert "deepseek" in plan.manifest.lower()

@@ -8,6 +8,7 @@ import pytest
 
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 
 
 def _scenario(model: str, gpus: int, target_tok_s: float, **extra) -> Scenario:
@@ -47,3 +48,89 @@ def test_an_ollama_server_on_one_gpu_rents_a_one_gpu_instance(catalog):
 def test_stated_replicas_are_cells_that_carry_users(catalog, money):
     r = plan(_scenario("llama-3.3-70b", 4, 50, quantization="fp8", engine="vllm", replicas=3, money=money), catalog)
     assert r.rented_cells == 3 and r.rented_users > 0
+
+
+@pytest.mark.parametrize("rented", [False, True])
+def test_the_same_gpus_carry_the_same_users_owned_or_rented(catalog, rented):
+    """DeepSeek-V3 on one HGX H200: a TP8 cell and an expert-parallel DP8 cell both rent as one 8-GPU instance;
+    at the same price the rent route takes the one carrying more users, as the owned loadout does."""
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "hgx-h200"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": rented})
+    r = plan(s, catalog)
+    assert (r.loadouts, r.rented_cells, r.rented_cell_gpus, r.rented_instances) == (1, 1, 8, 1)
+    assert r.rented_users == r.supported_users
+
+
+def test_pools_over_several_trays_of_a_rack_rent_as_several_trays(catalog):
+    """GB200 NVL72: the NVLink domain is 72 GPUs but one OS host, the instance a provider rents, is a 4-GPU
+    tray; pools over three trays hand the KV cache over between hosts, so they rent as three 4-GPU instances."""
+    s = Scenario.model_validate({
+        "model": "deepseek-v3", "engine": "vllm", "platform": {"system": "gb200-nvl72"},
+        "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True,
+        "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+        "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 4}}})
+    r = plan(s, catalog)
+    assert (r.rented_instances, r.rented_instance_gpus, r.rented_cells, r.rented_cell_gpus) == (3, 4, 2, 4)
+    assert r.rent_usd_per_month > 0
+
+
+def test_a_rented_tray_of_a_rack_is_planned_as_the_tray_not_the_rack(catalog):
+    """GB200 NVL72 rented: the target's cell rents as one 4-GPU tray, another machine than the 72-GPU rack a buyer
+    owns, so the rented plan's supported users and at-capacity cost are the tray's, and a note says so."""
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert (r.rented_cell_gpus, r.rented_instance_gpus) == (4, 4) and owned.capacity.cell.gpus > 4
+    assert r.supported_users == r.rented_users == r.capacity_users < owned.supported_users
+    assert r.owner_cost_usd_per_mtok_at_capacity == pytest.approx(
+        r.rent_usd_per_month / (r.rented_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
+    assert any("another machine than the owned loadout" in a for a in r.assumptions)
+
+
+def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_users(catalog):
+    """llama-3.3-70b fp8 on HGX H100 for 100,000 users: the target needs fewer TP4 cells than the two owned 8-GPU
+    loadouts hold, yet the rented 8-GPU instances hold the same 4 TP4 cells, the same machine: the loadouts' users."""
+    s = Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "engine": "vllm",
+                                 "platform": {"system": "hgx-h100"}, "workload": {"preset": "chat-seat"},
+                                 "target_users": 100000, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert (r.rented_instance_gpus, r.rented_cell_gpus, r.capacity.cell.gpus) == (8, 4, 4)
+    assert r.rented_cells < owned.loadouts * owned.capacity.cells
+    assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
+    assert not any("another machine" in a for a in r.assumptions) and not r.users_on_rented_cells
+
+
+@pytest.mark.parametrize("scenario", [
+    {"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"}, "target_users": 20000},
+    {"model": "gpt-oss-120b", "platform": {"system": "hgx-h100"}, "target_users": 2000}])
+def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_loadouts(catalog, scenario):
+    """A rack's tray (or a 1-GPU instance for an 8-GPU loadout) rented: the users are the rented cells', while the
+    GPUs, users per loadout and replica cell (its memory and speed) stay the owned loadout's, and the note says so."""
+    s = Scenario.model_validate({**scenario, "workload": {"preset": "chat-seat"}, "rented": True})
+    r = plan(s, catalog)
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert r.supported_users == r.rented_users != owned.supported_users
+    assert (r.gpus, r.users_per_loadout, r.capacity) == (owned.gpus, owned.users_per_loadout, owned.capacity)
+    note = next(a for a in r.assumptions if "another machine than the owned loadout" in a)
+    assert "launch command is a rented cell's" in note and "users per loadout, replica cell (its memory and speed)" in note
+    assert "stay the owned loadout's" in note
+    assert r.users_on_rented_cells and not owned.users_on_rented_cells
+    cards = {c.key: c for c in plan_cards(r)}
+    assert cards["users"].note.startswith("the rented cells' (") and "owning: " in cards["users"].note
+    assert "what owning would run" in cards["loadouts"].note and "rented cells full" in cards["cost_per_mtok_at_capacity"].note
+
+
+def test_a_rented_tray_of_a_rack_launches_the_rented_cell(catalog):
+    """GB200 NVL72 rented as one 4-GPU tray: the plan's launch command is the tray's cell, not the rack's 72 ranks."""
+    from inferplan.search.deploying import plan_launch
+
+    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
+    r = plan(s, catalog)
+    assert r.rented_cell is not None and r.rented_cell.gpus == r.rented_cell_gpus == 4
+    text = plan_launch(catalog, s, r).text
+    assert "--data-parallel-size 4" in text and "host 0 of" not in text
+    owned = plan(s.model_copy(update={"rented": False}), catalog)
+    assert "--data-parallel-size 72" in plan_launch(catalog, s, owned).text

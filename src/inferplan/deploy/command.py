@@ -122,7 +122,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
                    devices: tuple[int, ...] | None = None, target: Target = "shell",
-                   address: str | None = None, head_host: int | None = None,
+                   address: str | None = None, pool_hosts: bool = False,
                    host_gpus: int | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
@@ -130,8 +130,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
     ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable); ``address``: a pool
     worker's address its peers reach it at, where the engine is told it (``DisaggregationRule.peer_address``;
-    default ``PREFILL_HOST`` / ``DECODE_HOST``, the router note's names); ``head_host``: in a pools script, the
-    host a pool instance over several hosts starts on (``deploy.nodes.pool_addressing``); ``host_gpus``: the GPUs its
+    default ``PREFILL_HOST`` / ``DECODE_HOST``, the router note's names); ``pool_hosts``: in a pools script, a pool
+    instance over several hosts, its head its first host (``deploy.nodes.POOL_ADDRESSING``); ``host_gpus``: the GPUs its
     hosts have, where fewer than the catalogue's host (``memory.host_span.host_split``). A setting the launcher
     has no flag for that only bounds the plan (``EngineFlags.plan_bounds``: MLX's context, which each request
     bounds) is said in a note, so the flags fit and perf took start the same deployment here."""
@@ -209,7 +209,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
                           before=tuple(here_document(f) for f in files), target=target, env=env,
-                          attention_dp=runs_attention_dp(d, flags), head_host=head_host, host_gpus=host_gpus)
+                          attention_dp=runs_attention_dp(d, flags), pool=pool_hosts, host_gpus=host_gpus)
     spans = spread.notes if spread else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
     argv_t = spread.commands[0].argv if spread else argv_t

@@ -25,6 +25,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.image import EngineImage, engine_image
 from inferplan.deploy.lws import LEADER_LABEL, leader_worker_set
+from inferplan.deploy.nodes import shell_arithmetic, shell_join
 from inferplan.deploy.model_name import unchecked_model_note
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, here_document,
                                       later_release, launch_command, planned_speculative, with_draft)
@@ -43,6 +44,7 @@ READINESS_FAILURES = 3  # Kubernetes' default: once started, three failed probes
 # the downward API's field of a pod's own IP, given to a container as an environment variable (Kubernetes docs,
 # https://kubernetes.io/docs/tasks/configure-pod-container/environment-variable-expose-pod-information/)
 POD_IP_FIELD = "status.podIP"
+POD_SHELL = ("/bin/sh", "-c")  # runs a pod's command where it needs the shell's arithmetic (``nodes.shell_arithmetic``)
 
 
 def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
@@ -186,11 +188,15 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
         return {"httpGet": {"path": flags.health_path, "port": "http"}, "periodSeconds": PROBE_PERIOD_S,
                 "failureThreshold": failures}
 
+    launch = tuple(flags.image_launcher or argv[:launcher])
+    # a worker's first rank from its index: the shell works it out, then runs the engine
+    run, args = ((POD_SHELL, (f"exec {shell_join((*launch, *argv[launcher:]))}",)) if shell_arithmetic(argv)
+                 else (launch, argv[launcher:]))
     container = {
         "name": flags.engine,
         "image": image,
-        "command": list(flags.image_launcher or argv[:launcher]),
-        "args": list(argv[launcher:]),
+        "command": list(run),
+        "args": list(args),
         **({"env": [*_env(command.env, flags), *env]} if command.env or env else {}),
         "ports": [{"name": "http", "containerPort": command.port}, *_peer_ports(command, flags)],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
@@ -262,5 +268,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image, _ = manifest_parts(d, catalog, role=role, speculative=speculative, model_cache=model_cache)
+    manifest, image, pods = manifest_parts(d, catalog, role=role, speculative=speculative, model_cache=model_cache)
+    # the command's notes as its pods run it (a LeaderWorkerSet names its leader's address itself)
+    command = command.model_copy(update={"notes": (*pods.notes, *((unchecked,) if unchecked else ()))})
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

@@ -15,7 +15,8 @@ where host 0 names them (llama.cpp's ``--rpc``): ``$HOST1_IP`` … in a shell sc
 instance over several hosts is written the same way, its role's flags on every host (SGLang's PD guide starts
 each host of a multi-node prefill or decode instance with ``--disaggregation-mode`` beside ``--nnodes``,
 ``--node-rank`` and ``--dist-init-addr``); in a pools script, whose hosts are ``HOST0``, ``HOST1`` …, its head is
-the script's host ``n`` it starts on, named ``$HOSTn_IP`` (``pool_addressing``).
+its first host, named ``$HEAD_IP`` on each of the instance's hosts (``POOL_ADDRESSING``), so every instance of
+a pool runs the same lines.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from inferplan.memory.host_span import HostSplit, host_split, spans_hosts_note
 HEAD_VARIABLE = "HEAD_IP"
 WORKER_VARIABLE = "HOST{}_IP"  # host i's address, where host 0 names the others (llama.cpp's --rpc)
 OWN_VARIABLE = "HOST_IP"  # the address of the host a line runs on (a pool worker's, told to its peers)
-_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d*)_IP")  # an argument the shell must expand: double-quoted
+_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d*)_IP|\$\(\(")  # an argument the shell must expand: double-quoted
 Target = Literal["shell", "k8s"]  # what runs the hosts' commands: a shell on each, or a LeaderWorkerSet's pods
 
 
@@ -49,20 +50,26 @@ class Addressing:
 
     head: str
     worker_rank: str | None = None  # one text every worker's command takes (a pod template's); None: its index
+    worker_start_rank: str | None = None  # the same for its first data-parallel rank, ``{local}`` ranks a host
     check: str | None = None  # a shell line each host runs first
     told: str = f"with {HEAD_VARIABLE} set to host 0's address"  # what the hosts' notes say to set
 
 
 SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of host 0}}"')
 # the variables LWS sets in every pod of a group (flags-lws-examples): the leader's address, the pod's index
-LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
+# a worker's first data-parallel rank is its index × the ranks a host runs: shell arithmetic, so its pod runs the
+# command through a shell (``shell_arithmetic``), as llm-d's wide-EP LeaderWorkerSet starts vLLM (flags-llmd-wide-ep-lws)
+LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
+                               worker_start_rank="$((LWS_WORKER_INDEX * {local}))",
+                               told="with host 0's address as LWS_LEADER_ADDRESS, which the LeaderWorkerSet sets in "
+                                    "each pod of the group (nothing to set)")
 
 
-def pool_addressing(head_host: int) -> Addressing:
-    """A pool instance's hosts in a pools script: its head is the script's host ``head_host``, ``$HOSTn_IP``."""
-    variable = WORKER_VARIABLE.format(head_host)
-    return Addressing(f"${variable}", check=f': "${{{variable}:?set {variable} to the address of HOST{head_host}}}"',
-                      told="with HOSTn_IP set to the address of HOSTn, the instance's first host, where its lines name it")
+# a pool instance's hosts in a pools script: every instance of a pool runs the same lines, each host told its own
+# instance's head (the instance's first host) as $HEAD_IP, so a pool of many instances is written once per host part
+POOL_ADDRESSING = Addressing(
+    f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of this instance\'s first host}}"',
+    told=f"with {HEAD_VARIABLE} set on each of its hosts to the address of the instance's first host")
 
 
 class HostCommand(Output):
@@ -108,13 +115,13 @@ def over_hosts_refusal(d: Deployment, catalog: Catalog, host_gpus: int | None = 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
                  env: dict[str, str] | None = None, attention_dp: bool = False,
-                 head_host: int | None = None, host_gpus: int | None = None) -> HostsLaunch | None:
+                 pool: bool = False, host_gpus: int | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
     each host running the engine runs first (its options file); ``env``: the environment it starts with;
     ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
-    expert parallelism), not whole copies of the model; ``head_host``: a pool instance's first host in a pools
-    script (``pool_addressing``), None: host 0 at ``$HEAD_IP``; ``host_gpus``: the GPUs each host has, where fewer
+    expert parallelism), not whole copies of the model; ``pool``: a pool instance in a pools script, its head its
+    first host (``POOL_ADDRESSING``), else host 0; ``host_gpus``: the GPUs each host has, where fewer
     than the catalogue's (``host_split``)."""
     split = host_split(d, catalog, host_gpus)
     if split is None:
@@ -125,14 +132,14 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
         raise InvalidScenarioError(f"{spans_hosts_note(split, d)}, and {split.gpus} GPUs do not split evenly over "
                                    f"{split.hosts} hosts", field="tensor_parallel_size",
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
-    addressing = LEADER_WORKER_SET if target == "k8s" else SHELL if head_host is None else pool_addressing(head_host)
+    addressing = LEADER_WORKER_SET if target == "k8s" else POOL_ADDRESSING if pool else SHELL
     launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
-    head = "host 0 (the head)" if head_host is None else "the instance's first host (HOSTn)"
+    head = "the instance's first host" if pool else "host 0 (the head)"
     where = f"{head} serves the API; every host runs its own lines"
-    if addressing.check and _names(launch, "{head}"):
+    if _names(launch, "{head}"):
         where += f", {addressing.told}"
     if addressing.check and _names(launch, "{workers}"):
         where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on {head} to the "
@@ -200,13 +207,15 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
           before: tuple[str, ...], addressing: Addressing, rank_gpus: int, env: dict[str, str]) -> HostCommand:
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
     local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
+    start = str(i * local) if i == 0 or addressing.worker_start_rank is None else \
+        addressing.worker_start_rank.replace("{local}", str(local))
 
     workers = ",".join(f"${WORKER_VARIABLE.format(j)}:{launch.worker_port}" for j in range(1, split.hosts))
 
     def fill(args: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank).replace("{head}", addressing.head)
                      .replace("{workers}", workers).replace("{local_ranks}", str(local))
-                     .replace("{start_rank}", str(i * local)) for a in args)
+                     .replace("{start_rank}", start) for a in args)
 
     if i == 0:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
@@ -231,6 +240,11 @@ def shell_join(argv: tuple[str, ...]) -> str:
     """``argv`` as one shell line: each argument quoted where the shell needs it, host 0's address variable
     left for the shell to expand."""
     return " ".join(f'"{a}"' if _ADDRESS.search(a) else shlex.quote(a) for a in argv)
+
+
+def shell_arithmetic(argv: tuple[str, ...]) -> bool:
+    """Whether ``argv`` holds shell arithmetic (a LeaderWorkerSet worker's first rank), so it runs through a shell."""
+    return any("$((" in a for a in argv)
 
 
 def env_words(env: dict[str, str]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.extensible import pool_instance
 from inferplan.memory.fit import plan_memory
+from inferplan.memory.layout import instance_gpus
 from inferplan.memory.pool_channel import channel_note
 
 
@@ -33,6 +34,8 @@ def pool_kv_notes(catalog: Catalog, d: Deployment, role: str) -> tuple[str, ...]
     size it otherwise with the pool's KV connector (none: no such runtime, or a whole instance)."""
     if role == "both":
         return ()
+    if d.gpus is not None:  # a pool's GPUs (a manifest's Deployment of its instances): one instance's memory
+        d = d.model_copy(update={"gpus": instance_gpus(d)})
     channel = channel_note(catalog, d, role)
     if channel:  # the runtime the platform comes as turns the cache off: the other runtime beside it
         return (channel,)

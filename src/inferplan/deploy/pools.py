@@ -7,9 +7,11 @@ worker port plus its place on its host, and run in the background; the router, s
 foreground. Hosts that run the same workers are written once, with the range of hosts that run them
 (``HostGroup``: a pool of 64 1-GPU hosts is one line "on each of HOST0–HOST63"), each worker told its own
 host's address as ``$HOST_IP`` where the engine needs it. An instance wider than one host takes hosts of its own,
-whole, one group per host, each running its part of the instance's multi-host launch (``deploy.nodes``), with its
-head at ``$HOSTn_IP``, ``n`` the host it starts on; inside one rack whose fast-link domain spans hosts (a GB200
-NVL72's 18 compute trays), starting on the next rack where it would cross a rack's last host. The router's command (or config file) names every
+whole, each running its part of the instance's multi-host launch (``deploy.nodes``), with its head, the instance's
+first host, at ``$HEAD_IP``; inside one rack whose fast-link domain spans hosts (a GB200 NVL72's 18 compute trays),
+starting on the next rack where it would cross a rack's last host. Every instance of a pool runs the same parts, so
+each part is written once, for the same part of every instance (a pool of 64 instances over 4 hosts: 4 groups, not
+256), its comment naming the hosts that run it. The router's command (or config file) names every
 worker by its host and port (host 0 too, as ``HOST0``, once the workers span several hosts), so a script holds
 at most ``MAX_LISTED_WORKERS`` instances of a pool; the
 Kubernetes manifest (``deploy.pools_plan``) reaches a pool at its Service instead. Flag names, ports,
@@ -46,12 +48,21 @@ POOL_FIELDS = {"prefill": "prefill_instances", "decode": "replicas"}  # each poo
 
 
 class HostGroup(Output):
-    """Hosts ``first_host`` to ``last_host`` (``HOSTn``; host 0 the router's), each running ``workers``."""
+    """Hosts ``first_host`` to ``last_host`` (``HOSTn``; host 0 the router's), each running ``workers``; a part of
+    instances over several hosts: the host ``part`` after each instance's first host (``heads``)."""
 
     first_host: int
     last_host: int
     workers: tuple[LaunchCommand, ...]  # on each of the hosts, on its own GPUs and port
     part: int | None = None  # a worker over several hosts: the hosts run its ``host_commands[part]``
+    heads: tuple[int, ...] = ()  # with ``part``: the first host of each instance whose part the group runs
+
+    @property
+    def host_indices(self) -> tuple[int, ...]:
+        """Every host the group's lines run on."""
+        if self.part is not None and self.heads:
+            return tuple(h + self.part for h in self.heads)
+        return tuple(range(self.first_host, self.last_host + 1))
 
 
 class PoolsLaunch(Output):
@@ -133,11 +144,11 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
     workers: dict[str, list[Worker]] = {"prefill": [], "decode": []}
     for p in placed:
         slot = len(on_host.setdefault(p.host, []))  # its place on its host: its port and further ports
-        key = (p.role, slot, p.first, p.size, p.host if p.hosts > 1 else None)
+        key = (p.role, slot, p.first, p.size, p.hosts > 1)  # every instance over several hosts runs the same parts
         if key not in made:
             made[key] = launch_command(p.d, catalog, role=p.role, speculative=p.spec, port=first_port + slot, worker=slot,
                                        devices=tuple(range(p.first, p.first + p.size)) if p.first is not None else None,
-                                       address=address, head_host=p.host if p.hosts > 1 else None,
+                                       address=address, pool_hosts=p.hosts > 1,
                                        host_gpus=host_gpus)
         for part in range(p.hosts):  # a worker over several hosts: each host runs its part
             on_host.setdefault(p.host + part, []).append((made[key], part if p.hosts > 1 else None))
@@ -161,17 +172,28 @@ class _Placed:
 
 
 def _groups(on_host: dict[int, list[tuple[LaunchCommand, int | None]]]) -> tuple[HostGroup, ...]:
-    """Consecutive hosts that run the same workers (a worker over several hosts: each host its own part), as one
-    group each."""
+    """Consecutive hosts that run the same workers as one group each; the same part of every instance over several
+    hosts (the same lines) as one group, whatever hosts lie between."""
     groups: list[HostGroup] = []
+    parts: dict[tuple, int] = {}  # (the commands' identities, part) -> its group's place: one command per distinct worker
     for index, runs in sorted(on_host.items()):
         commands, part = tuple(c for c, _ in runs), runs[0][1]
+        if part is not None:
+            key = (tuple(id(c) for c in commands), part)
+            at = parts.get(key)
+            if at is None:
+                parts[key] = len(groups)
+                groups.append(HostGroup(first_host=index, last_host=index, workers=commands, part=part,
+                                        heads=(index - part,)))
+            else:
+                group = groups[at]
+                groups[at] = group.model_copy(update={"last_host": index, "heads": (*group.heads, index - part)})
+            continue
         last = groups[-1] if groups else None
-        if last is not None and last.last_host == index - 1 and last.workers == commands and part is None \
-                and last.part is None:
+        if last is not None and last.last_host == index - 1 and last.workers == commands and last.part is None:
             groups[-1] = last.model_copy(update={"last_host": index})
         else:
-            groups.append(HostGroup(first_host=index, last_host=index, workers=commands, part=part))
+            groups.append(HostGroup(first_host=index, last_host=index, workers=commands))
     return tuple(groups)
 
 
@@ -213,10 +235,55 @@ def _host(index: int, several: bool) -> str:
 
 
 def _where(group: HostGroup) -> str:
-    """The comment over a group's lines: the host, or the range of hosts, that runs each of them."""
-    if group.first_host == group.last_host:
-        return f"# on HOST{group.first_host}:"
-    return f"# on each of HOST{group.first_host}–HOST{group.last_host} ({group.last_host - group.first_host + 1} hosts):"
+    """The comment over a group's lines: the host, or the hosts, that run each of them."""
+    hosts = group.host_indices
+    if group.part is not None and len(group.workers) == 1:
+        n = len(group.workers[0].host_commands)
+        which = "first host (its head)" if group.part == 0 else f"host {group.part + 1} of {n}"
+        many = f"each {group.workers[0].role} instance's" if len(hosts) > 1 else f"the {group.workers[0].role} instance's"
+        return f"# on {many} {which}: {host_list(hosts)}:"
+    if len(hosts) == 1:
+        return f"# on HOST{hosts[0]}:"
+    return f"# on each of HOST{group.first_host}–HOST{group.last_host} ({len(hosts)} hosts):"
+
+
+def host_list(hosts: tuple[int, ...]) -> str:
+    """Hosts in order as few runs as evenly spaced hosts make: ``HOST0``, ``HOST0–HOST3``, ``HOST0, HOST4 … HOST60``
+    (every 4th), with their count where there are several."""
+    runs: list[list[int]] = []
+    for h in hosts:
+        run = runs[-1] if runs else None
+        if run and (len(run) == 1 or h - run[-1] == run[1] - run[0]):
+            run.append(h)
+        else:
+            runs.append([h])
+
+    def text(run: list[int]) -> str:
+        if len(run) == 1:
+            return f"HOST{run[0]}"
+        if len(run) == 2:
+            return f"HOST{run[0]}, HOST{run[1]}"
+        if run[1] - run[0] == 1:
+            return f"HOST{run[0]}–HOST{run[-1]}"
+        return f"HOST{run[0]}, HOST{run[1]} … HOST{run[-1]}"
+
+    if len(hosts) == 1:
+        return text(runs[0])
+    return f"{_repeated(runs, text) or ', '.join(text(r) for r in runs)} ({len(hosts)} hosts)"
+
+
+def _repeated(runs: list[list[int]], text) -> str | None:
+    """Runs that repeat one run's hosts at a fixed period (instances packed rack by rack, the last rack's perhaps
+    fewer) as that run and its period; None: they do not."""
+    if len(runs) < 3:
+        return None
+    period = runs[1][0] - runs[0][0]
+    shape = [h - runs[0][0] for h in runs[0]]
+    for i, run in enumerate(runs):
+        offsets = [h - run[0] for h in run]
+        if run[0] - runs[0][0] != i * period or offsets != shape[:len(offsets)] or (len(run) < len(shape) and i < len(runs) - 1):
+            return None
+    return f"{text(runs[0])}, and the same every {period} hosts to HOST{runs[-1][-1]}"
 
 
 def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], rule, several: bool,
@@ -253,7 +320,7 @@ def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], r
     if rule.router_note:
         notes.append(f"router: {rule.router_note}")
     if several:
-        hosts = groups[-1].last_host + 1
+        hosts = max(h for g in groups for h in g.host_indices) + 1
         set_own = f", with {OWN_VARIABLE} set on each host to its own address ({told})" if told else ""
         notes.append(f"the workers span {hosts} hosts: start each part on the hosts its comment names{set_own}, and "
                      f"replace HOSTn in the router's command (or config file) by host n's address (HOST0: the host the router runs on)")

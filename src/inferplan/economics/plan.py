@@ -9,6 +9,7 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from typing import Callable, TypeVar
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity
+from inferplan.economics.capacity import CellCapacity, LoadoutCapacity
 from inferplan.economics.operating import Costs, owned_costs, rented_costs
 from inferplan.memory.resolve import resolve_model
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
@@ -50,8 +51,10 @@ class PlanResult(BaseModel):
     prefill_systems: int = 0  # systems (or N-GPU units) the prefill pool adds to the loadouts
     gpus_per_system: int = 1
     gpus: int
-    supported_users: int  # by all loadouts
-    users_per_loadout: int = 0  # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's)
+    supported_users: int  # by all loadouts (rented on another machine than the loadout: by the rented cells, as a note says)
+    # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's); the owned loadout's
+    # even where a rented scenario's rented cells are another machine
+    users_per_loadout: int = 0
     served_users: int
     capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
@@ -87,6 +90,7 @@ class PlanResult(BaseModel):
     rented_cells: int | None = None  # replica cells the target needs, rented (at least one)
     rented_cell_gpus: int | None = None  # GPUs of one rented replica cell
     rented_users: int | None = None  # users the rented cells carry (at least the target)
+    rented_cell: CellCapacity | None = None  # the replica cell rented (its layout, memory and speed)
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
     api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
@@ -97,6 +101,9 @@ class PlanResult(BaseModel):
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     capacity_users: float = 0.0  # the users those tokens are (not floored): the at-capacity cost's users
+    # rented on another machine than the owned loadout (a rack's tray): the users above are the rented cells', while
+    # the loadouts, gpus, users_per_loadout, capacity and output_tokens_per_s_per_mw stay the owned loadout's
+    users_on_rented_cells: bool = False
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
     fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
@@ -203,10 +210,35 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
                       owned.operating_usd_per_month - owned.monthly.staff_usd, owned_users=size.served_users,
                       prefill=size.prefill)
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
+    size, capacity_users = _deployed(s, size, rent, hw.gpus_per_system)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
-    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month)
+    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month, capacity_users)
     route = recommend(_route_figures(s, size, owned, quotes, rent, rates, catalog.constant("rent-first-below-use")))
-    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, route)
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, route, capacity_users,
+                     on_rented_cells=size is not known.sizing)
+
+
+def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
+    """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
+    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack: instances narrower than the
+    owned system of ``system_gpus`` GPUs, or cells of another width), the rented cells' users, with a note that says
+    which figures are theirs and which stay the owned loadout's (its GPUs, users per loadout and replica cell).
+    Cells of the owned width on instances as wide as the system are the same machine, however many the target needs,
+    so they carry the loadouts' users: the same GPUs carry the same users owned or rented."""
+    owned_cells = s.replicas or size.loadouts * size.capacity.cells
+    cell_gpus = size.capacity.cell_host_gpus or size.capacity.cell.gpus  # an Ollama server's: its host's, as rented
+    narrower = rent.instance_gpus is not None and rent.instance_gpus < system_gpus
+    if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
+        return size, size.loadouts_run * size.users_per_loadout
+    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
+            f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
+            f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
+            f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users, not the loadouts' "
+            f"{size.supported_users:,}, and the launch command is a rented cell's; the loadouts, their GPUs, users per "
+            f"loadout, replica cell (its memory and speed) and output tokens per MW stay the owned loadout's, what "
+            f"owning would run")
+    return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
+                               notes=(*size.notes, note)), float(rent.users)
 
 
 def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
@@ -291,12 +323,12 @@ class _PerToken:
 
 
 def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
-               m: MoneyInputs, rent_usd_per_month: float | None) -> _PerToken:
+               m: MoneyInputs, rent_usd_per_month: float | None, capacity_users: float) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
     rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
     # the tokens the replica cells run carry at capacity: the users their tightest limit allows (input
     # tokens included), each with the workload's month
-    capacity_tokens = size.loadouts_run * size.users_per_loadout * w.monthly_tokens
+    capacity_tokens = capacity_users * w.monthly_tokens
     owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
     if owner_month is None:  # not owned, not rented: no owner cost
         return _PerToken(None, None, None, None, None, capacity_tokens, None, rent_mtok)
@@ -321,7 +353,8 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
 
 
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
-              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, route: Recommendation) -> PlanResult:
+              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, route: Recommendation, capacity_users: float, *,
+              on_rented_cells: bool = False) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
@@ -357,14 +390,14 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
         rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
-        rented_cell_gpus=rent.cell_gpus, rented_users=rent.users,
+        rented_cell_gpus=rent.cell_gpus, rented_users=rent.users, rented_cell=rent.cell,
         rent_usd_per_month=rent.usd_per_month, rent_usd_per_mtok=per_token.rent_usd_per_mtok,
         rent_vs_buy_break_even_months=rent.break_even_months, rent_vs_buy_break_even_note=rent.break_even_note,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
-        capacity_users=size.loadouts_run * size.users_per_loadout,
+        capacity_users=capacity_users, users_on_rented_cells=on_rented_cells,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),

@@ -5,9 +5,9 @@ scenario's prefill pool (``Scenario.prefill_pool``) adds to its decode pool's lo
 One layout packs as many instances into a system (or a bare accelerator's N GPUs) as its GPUs hold,
 an instance wider than a system taking whole systems of its own. Two layouts whose widths both
 divide a system's GPUs share systems GPU by GPU (powers of two pack without a gap); otherwise each
-pool takes its own systems. Pools whose GPUs together sit inside the fast-link domain hand the KV
-cache over on that link, so a rented deployment keeps them in one rented instance
-(``economics.rental.RentQuote.pools_month``).
+pool takes its own systems. Pools whose GPUs together sit inside the fast-link domain, and inside one
+OS host of a rack whose domain spans hosts (``handover_domain``), hand the KV cache over on that link,
+so a rented deployment keeps them in one rented instance (``economics.rental.RentQuote.pools_month``).
 """
 
 from __future__ import annotations
@@ -74,6 +74,14 @@ def domain_gpus(accel: Accelerator, system: System | None, gpus: int) -> int:
     return min(accel.scale_up.max_domain_gpus if accel.scale_up else 1, gpus)
 
 
+def handover_domain(system: System | None, domain_gpus: int) -> int:
+    """GPUs the pools hand the KV cache over the fast link within: the fast-link domain, at most one OS host of a
+    rack whose domain spans hosts (``System.os_host_gpus``: a GB200 NVL72's 4-GPU compute tray, the host a
+    provider rents), as the engines' KV connectors move the cache between hosts over RDMA (``search.handover``)."""
+    tray = system.os_host_gpus if system is not None else None
+    return min(domain_gpus, int(tray.value)) if tray is not None else domain_gpus
+
+
 def inside(accel: Accelerator, domain: int, gpus, systems_per_instance: int):
     """Whether pools of ``gpus`` GPUs in all sit inside one fast-link domain (each instance inside
     one system), so the KV cache crosses the fast link (an array or a number)."""
@@ -113,7 +121,8 @@ def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, system: Syst
     shape = InstanceShape(pool.cell.gpus, spans)
     total = int(pool_units(shape, decode, pool.instances, decode_instances, unit_gpus))
     gpus = pool.instances * shape.gpus + decode_instances * decode.gpus
-    one_host = bool(inside(accel, domain_gpus(accel, system, unit_gpus), gpus, decode.systems_per_instance))
+    domain = handover_domain(system, domain_gpus(accel, system, unit_gpus))
+    one_host = bool(inside(accel, domain, gpus, decode.systems_per_instance))
     return PrefillSizing(pool.instances, shape, total - decode_systems, one_host)
 
 

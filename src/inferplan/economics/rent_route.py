@@ -5,7 +5,9 @@ The owned loadout is sized to a system (it packs the cells that carry the most u
 renting is sized to the target. Each replica-cell layout the owned loadout tries is tried again on
 the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
 on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
-own rate per GPU-hour, and the layout that costs least a month is the rent route. A cell no wider
+own rate per GPU-hour, and the layout that costs least a month is the rent route (at the same price,
+the one carrying more users, as the owned loadout is packed with the layout carrying the most, so the
+same GPUs carry the same users owned or rented). A cell no wider
 than the owned loadout is rented where one meets the speed target, so rent and purchase compare the
 same deployment; else the wider cells a listing holds are rented and the note names both widths.
 An Ollama server holds its whole host, owned or rented: it is tried on every instance size the
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts, units_for_target
+from inferplan.economics.capacity import CellCapacity, LoadoutCapacity, candidate_loadouts, units_for_target
 from inferplan.economics.pools import PrefillSizing
 from inferplan.economics.rental import (Listing, RentedEngines, named_listing, on_demand_listings, rent_engine_instances,
                                         rent_pools)
@@ -60,6 +62,7 @@ class RentRoute:
     engine_instances: int | None = None  # replica cells rented
     cell_gpus: int | None = None  # GPUs of one rented replica cell
     users: int | None = None  # users the rented cells carry
+    cell: CellCapacity | None = None  # the rented replica cell (its layout, memory and speed)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class _Cells:
     users: int
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
     host: bool = False  # an Ollama server: it holds its whole instance, one server per instance
+    cell: CellCapacity | None = None  # the layout's replica cell
 
     @property
     def text(self) -> str:
@@ -97,14 +101,14 @@ class _Cells:
         return RentRoute(basis="your rate per GPU-hour",
                          usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
-                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users)
+                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell)
 
     def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q = rented.quote
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
-                         users=self.users)
+                         users=self.users, cell=self.cell)
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,
@@ -117,10 +121,10 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     gpus = t.cell_host_gpus or t.cell.gpus  # an Ollama server holds its host's GPUs, as an owned loadout's does
     host = t.cell_host_gpus is not None
     if stated is not None:
-        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host)
+        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host, t.cell)
     if not meets:
         return None
-    return _Cells(gpus, *units_for_target(per_cell, target), host=host)
+    return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell)
 
 
 def _tier(c: _Cells, loadout_gpus: int) -> tuple[bool, bool]:
@@ -175,7 +179,8 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
         options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas, prefill))]
         if not options:
             return RentRoute(note="rent: no replica cell meets the workload's speed target")
-        return min(options, key=lambda c: (_tier(c, space.loadout_gpus), c.all_gpus)).at_rate(s.money.rent_usd_per_gpu_hour)
+        return min(options, key=lambda c: (_tier(c, space.loadout_gpus), c.all_gpus, -c.users)).at_rate(
+            s.money.rent_usd_per_gpu_hour)
     listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
@@ -189,7 +194,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
                if (rented := c.rented(listings)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)
-    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid))
+    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid, -o[1].users))
     wider = (f" (wider than the owned loadout of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''}: "
              f"no replica cell of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''} or fewer meets the "
              f"workload's speed target, so the {c.gpus}-GPU cells a listing holds are rented)"

@@ -105,7 +105,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="target_payback", label="Target-payback price / served user / month", value=m(r.target_payback_usd_per_user_month, 2)),
         Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
         Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
-             note=f"{_per_loadout(r)}; binding: {c.binding}"),
+             note=(f"the rented cells' ({_rented_cells(r).removesuffix('; ')}); owning: " if r.users_on_rented_cells else "")
+             + f"{_per_loadout(r)}; binding: {c.binding}"),
         Card(key="loadouts", label="Auto-sized loadouts for target" if r.stated_replicas is None else
              f"Loadouts holding the {r.stated_replicas:,} stated replica cell{'s' if r.stated_replicas != 1 else ''}",
              value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
@@ -126,7 +127,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="cost_per_mtok_at_capacity",
              label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
              value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
-             note=f"input + output, the loadouts full{_capacity_users_note(r)}; per million output tokens at capacity: "
+             note=f"input + output, the {'rented cells' if r.users_on_rented_cells else 'loadouts'} full"
+                  f"{_capacity_users_note(r)}; per million output tokens at capacity: "
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
@@ -193,6 +195,8 @@ def _loadouts_note(r: PlanResult) -> str:
                 f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems)")
     if not r.supported_users:
         return f"no loadout carries a user ({c.binding} binds): {what} is priced"
+    if r.users_on_rented_cells:
+        return f"{what}, what owning would run; the rented cells are another machine (the rent's)"
     return f"{what} for {r.target_users:,} users"
 
 

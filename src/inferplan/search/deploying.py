@@ -88,17 +88,19 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell | LaunchLayout, *, r
 def plan_launch(catalog: Catalog | None, s: Scenario, r: PlanResult) -> LaunchText:
     """The launch command of the replica cell ``plan`` sized (``economics.sizing.cell_deployment``), written as
     ``search --deploy`` writes a pick's (``launch_text``): one of the replica cells the plan runs (its loadouts'
-    cells, or the ones the scenario states), and with a prefill pool both pools and their router."""
+    cells, or the ones the scenario states; rented on another machine than the owned loadout, the rented cells), and
+    with a prefill pool both pools and their router."""
     catalog = catalog or load_catalog()
-    c = r.capacity.cell
-    spans = r.systems_per_cell > 1 and s.platform.system is not None
+    rented = r.users_on_rented_cells and r.rented_cell is not None  # rented on another machine: a rented cell
+    c = r.rented_cell if rented else r.capacity.cell
+    spans = not rented and r.systems_per_cell > 1 and s.platform.system is not None
     d = cell_deployment(catalog, s, r.accelerator, r.workload, c, system=s.platform.system if spans else None)
     spec = s.speculative
     drafts = Speculative(method=spec.planned_method, tokens=spec.tokens, draft_model=spec.draft_model) if spec else None
     system_gpus = r.rented_instance_gpus or r.gpus_per_system  # a host's GPUs: a rented instance's, else a loadout's
     layout = LaunchLayout(c.gpus, c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size,
                           c.expert_parallel, drafts, system_gpus)
-    cells = r.stated_replicas or r.loadouts * r.capacity.cells
+    cells = r.rented_cells if rented else r.stated_replicas or r.loadouts * r.capacity.cells
     pool = s.prefill_pool
     prefill = None if pool is None else (d, LaunchLayout(
         pool.cell.gpus, pool.cell.tensor_parallel_size, pool.cell.pipeline_parallel_size, pool.cell.data_parallel_size,

@@ -17,18 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from inferplan.catalog.schema import Accelerator, System
-from inferplan.economics.pools import inside
+from inferplan.economics.pools import handover_domain, inside
 
 
 def _scale_out(accel: Accelerator, system: System | None):
     return system.scale_out if system is not None and system.scale_out else accel.scale_out
-
-
-def handover_domain(system: System | None, domain_gpus: int) -> int:
-    """GPUs the pools hand the KV cache over the fast link within: the fast-link domain, at most one OS host of a
-    rack whose domain spans hosts (``System.os_host_gpus``)."""
-    tray = system.os_host_gpus if system is not None else None
-    return min(domain_gpus, int(tray.value)) if tray is not None else domain_gpus
 
 
 def fast(accel: Accelerator, system: System | None, domain_gpus: int, gpus, systems_per_instance: int = 1):
