@@ -169,9 +169,20 @@ def drafts(w: WorkloadProfile) -> dict:
     return {"speculative_tokens": w.speculative_tokens, "acceptance_rate": w.acceptance_rate} if w.speculative_tokens else {}
 
 
-def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
+def decode_pool_shape(w: Workload) -> Workload:
+    """The request shape one instance of a decode pool runs: its prompt arrives as KV cache from the prefill
+    pool (vLLM's and SGLang's disaggregated prefill, TRT-LLM's generation servers), so no prompt token
+    rides its steps; the speed model prices that as every prompt token cached."""
+    return w.model_copy(update={"prefix_cache_hit_rate": 1.0})
+
+
+def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, decode_pool: bool = False) -> CellCapacity:
+    """The concurrency one replica cell runs at the workload's per-user speed target, and what it delivers there;
+    ``decode_pool``: the cell is the decode pool beside a prefill pool, its steps decode only (``decode_pool_shape``)."""
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
+    if decode_pool:
+        shape = decode_pool_shape(shape)
     # llama.cpp serves the --parallel slots it is started with: a cell is started with the most that
     # fit, as a search starts it; a release that caps its running requests itself while a draft runs is
     # started with the cap it runs without one
@@ -200,6 +211,9 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     if best.source != "measured":
         best = with_track_record(catalog, ctx.rates.family, best, offloaded=ctx.mp.offload is not None)
     par = ctx.mp.result.parallel
+    pooled = ("the replica cells are the decode pool: the prefill pool runs each prompt and hands its KV cache over, "
+              "so a cell's steps decode only (priced as every prompt token cached) and a request holds its slot "
+              "for its output alone",) if decode_pool else ()
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
         data_parallel_size=par.data_parallel_size, expert_parallel=par.expert_parallel,
@@ -208,7 +222,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions),
+        meets_target=meets, source=best.source, assumptions=(*launch, *pooled, *best.assumptions),
         stated_max_num_seqs=cell.max_num_seqs,
         own_runs=own_run_words(profile, skipped),
     )
@@ -217,12 +231,12 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
 @per_catalog(maxsize=256)  # every plan of one model, platform and workload packs the same cells
 def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
                      cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
-                     start: Deployment | None = None) -> LoadoutCapacity:
+                     start: Deployment | None = None, decode_pool: bool = False) -> LoadoutCapacity:
     """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries:
     of the layouts ``candidate_loadouts`` tries, the one carrying the most users is kept (wider cells
     are faster per user, narrower ones pack more replicas)."""
     trials, note = candidate_loadouts(catalog, base, w, system_gpus=system_gpus, system=system, cell_fixed=cell_fixed,
-                                      nodes=nodes, start=start)
+                                      nodes=nodes, start=start, decode_pool=decode_pool)
     best = None
     for trial in trials:
         best = _better(best, trial)
@@ -233,7 +247,7 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
 @per_catalog(maxsize=256)
 def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
                        cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
-                       start: Deployment | None = None) -> tuple[tuple[LoadoutCapacity, ...], str | None]:
+                       start: Deployment | None = None, decode_pool: bool = False) -> tuple[tuple[LoadoutCapacity, ...], str | None]:
     """One loadout of ``system_gpus`` GPUs packed with each replica-cell layout, and a note of the
     wider tensor-parallel cells not tried (None: none skipped).
 
@@ -241,11 +255,12 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     loadout (``memory.layout.cell_widths``) is tried, and for a mixture-of-experts model on an engine that runs
     expert parallelism every expert-parallel cell too (``expert_parallel_cells``). ``nodes`` —
     (system id, GPUs per system) — makes the loadout several such systems: a cell wider than one
-    runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``). An Ollama tag's
+    runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``); ``decode_pool``: the
+    cells are a decode pool (``cell_capacity``). An Ollama tag's
     build is instead one server per host, on the GPUs Ollama loads it on (``ollama_servers``). Empty:
     no layout from ``start`` up fits in ``system_gpus`` GPUs."""
     if cell_fixed:
-        return (_loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes),), None
+        return (_loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes, decode_pool=decode_pool),), None
     if nodes is None and (servers := ollama_servers(catalog, base, system_gpus, system)) is not None:
         loadouts = tuple(_ollama_loadout(catalog, server, w, host_gpus=servers[1], system_gpus=system_gpus, system=system)
                          for server in servers[0])
@@ -257,7 +272,7 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     for tp in cell_widths(smallest.tensor_parallel_size, system_gpus // smallest.pipeline_parallel_size):
         try:
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
-                             system_gpus=system_gpus, system=system, nodes=nodes)
+                             system_gpus=system_gpus, system=system, nodes=nodes, decode_pool=decode_pool)
         except InvalidScenarioError as exc:
             if not trials or exc.field != "tensor_parallel_size":
                 raise
@@ -265,7 +280,8 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
             note = f"replica cells wider than {trials[-1].cell.gpus} GPUs not tried: {exc}"
             break
         trials.append(trial)
-    trials += expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
+    trials += expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes,
+                                    decode_pool=decode_pool)
     return tuple(trials), note
 
 
@@ -277,7 +293,7 @@ def _better(best: LoadoutCapacity | None, trial: LoadoutCapacity) -> LoadoutCapa
 
 
 def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
-                          nodes: tuple[str, int] | None = None) -> list[LoadoutCapacity]:
+                          nodes: tuple[str, int] | None = None, decode_pool: bool = False) -> list[LoadoutCapacity]:
     """Loadouts of expert-parallel cells — attention data-parallel, one rank per GPU, the experts
     spread over all the cell's GPUs (how DeepSeek-style models are served at scale) — for every
     cell width from 2 GPUs up to the loadout (``memory.layout.cell_widths``: powers of two, one
@@ -291,7 +307,8 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
         cell = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1,
                                        "data_parallel_size": width, "enable_expert_parallel": True})
         try:
-            loadouts.append(_loadout(catalog, cell, w, system_gpus=system_gpus, system=system, nodes=nodes))
+            loadouts.append(_loadout(catalog, cell, w, system_gpus=system_gpus, system=system, nodes=nodes,
+                                     decode_pool=decode_pool))
         except InvalidScenarioError as exc:
             if exc.field == "enable_expert_parallel":  # a dense model: no experts to spread
                 return []
@@ -303,7 +320,7 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
 
 
 def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
-             nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
+             nodes: tuple[str, int] | None = None, decode_pool: bool = False) -> LoadoutCapacity:
     n = instance_gpus(cell_d)
     dp = cell_d.data_parallel_size or 1
     if n > system_gpus:
@@ -316,7 +333,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         hardware = {"system": nodes[0], "gpu": None}
     cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, **hardware})
     try:
-        cap = cell_capacity(catalog, cell_d, w)
+        cap = cell_capacity(catalog, cell_d, w, decode_pool=decode_pool)
     except InvalidScenarioError as exc:
         if exc.field != "gpus":
             raise

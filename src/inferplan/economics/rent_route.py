@@ -44,6 +44,7 @@ class CellSpace:
     fixed: bool  # the scenario states the cell
     start: Deployment | None  # the narrowest cell to try
     nodes: tuple[str, int] | None  # (system id, GPUs per system) when a loadout is several systems
+    decode_pool: bool = False  # the cells are the decode pool beside a prefill pool
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
     gpus, nodes = (space.loadout_gpus, space.nodes) if host_gpus is None else (host_gpus, None)
     try:
         trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
-                                       cell_fixed=space.fixed, nodes=nodes, start=space.start)
+                                       cell_fixed=space.fixed, nodes=nodes, start=space.start, decode_pool=space.decode_pool)
     except LinkReachError:  # a tensor- or expert-parallel cell wider than the host's GPUs' links carry
         return ()
     except InvalidScenarioError as exc:

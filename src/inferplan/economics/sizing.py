@@ -112,10 +112,11 @@ def size_loadouts(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfil
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
     loadout_gpus = hw.gpus_per_system * per_loadout
     label = hw.label if per_loadout == 1 else f"{per_loadout}× {hw.label}"
+    pooled = s.prefill_pool is not None
     space = CellSpace(base, w, label, loadout_gpus, fixed, start,
-                      (system.id, hw.gpus_per_system) if system and per_loadout > 1 else None)
+                      (system.id, hw.gpus_per_system) if system and per_loadout > 1 else None, pooled)
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
-                           nodes=space.nodes, start=start)
+                           nodes=space.nodes, start=start, decode_pool=pooled)
     users_per_loadout = cap.users_at_limit
     notes = list(cap.assumptions)
     meets = cap.cell.meets_target and users_per_loadout > 0

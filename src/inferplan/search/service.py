@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.economics.capacity import decode_pool_shape
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import plan_memory
@@ -161,7 +162,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     full = sweep.figures(d, w.model_copy(update={"concurrency": "max"}))
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
-    cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
+    cached_w = decode_pool_shape(w)  # the decode-only step: the shape a decode pool's instance runs
     ranks = _data_parallel(full)  # the instance read with its ranks evenly loaded: each rank's batch a whole number
     levels = sorted({min(ranks * n, slots) for n in _levels(math.ceil(slots / ranks), points)})
     tpot, step, per_token, ttft = [], [], [], []

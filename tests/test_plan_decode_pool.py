@@ -1,0 +1,40 @@
+"""A search pick with separate prefill and decode pools plans in the Users + ROI simulator with the users and
+$/Mtok the search gave it: the replica cells are the decode pool, whose steps carry no prompt (the prefill pool
+runs it and hands the KV cache over), in the plan as in the search."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
+from inferplan.search.request import SearchRequest
+from inferplan.search.run import search
+
+# the plan counts a decode cell's running requests in whole requests at the pick's own speed, where the search's
+# mean running batch is fractional (one request per cell fewer at most), and reads the speed model at each batch,
+# where the search reads its serving curve (``search.evaluate.CURVE_POINTS`` batches, linear between them)
+CURVE = 0.05
+
+
+@pytest.fixture(scope="module")
+def pools(catalog):
+    res = search(SearchRequest(models=("qwen3-8b",), request_rate_per_s=20.0, input_len=2000, output_len=500,
+                               accelerators=("h100-sxm",), pricing="rent", engines=("trtllm", "vllm", "sglang"),
+                               speculative=False, disaggregated=True, top=40), catalog)
+    picks = [r for r in res.results if r.disaggregated]
+    assert picks, "no pick with separate pools"
+    return picks
+
+
+def test_a_pools_pick_plans_to_its_users_and_cost_per_token(catalog, pools):
+    for r in pools:
+        s = Scenario.model_validate(r.scenario)
+        assert s.prefill_pool is not None
+        p = plan(s, catalog)
+        assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
+        running = p.capacity.cell.concurrency_at_target
+        off = 1 / (running + 1) + CURVE
+        assert p.served_users >= s.target_users * (1 - off), (r.rank, r.engine, p.served_users)
+        assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=off), (r.rank, r.engine)
+        assert any("decode pool" in a and "decode only" in a for a in p.assumptions)
