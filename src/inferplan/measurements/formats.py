@@ -14,7 +14,7 @@ their keys (docs/measurements.md has the sources):
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
   and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length; no count of
   failed requests, but with ``--output-details`` ``errors``, one per request sent).
-- ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
+- ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
   ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from typing import Any, Callable
 
@@ -54,7 +55,7 @@ CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total
 MAX_POINTS = 10_000
 # the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
 # two rates may round alike): two points of one file at one level are refused (``_one_point_per_level``)
-ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench")
+ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench", "vllm")
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
@@ -117,18 +118,39 @@ def parse_llama_bench(text: str) -> Parsed:
         points = [_llama_row(r if isinstance(r, dict) else {}, f"[{i}].") for i, r in enumerate(rows)]
         first = rows[0] if isinstance(rows[0], dict) else {}
         wheres = [f"[{i}]." for i in range(len(rows))]
+    elif stripped.startswith("{"):  # -o jsonl: a test's JSON object a line
+        rows, wheres = _jsonl_rows(text)
+        points = [_llama_row(r, where) for r, where in zip(rows, wheres)]
+        first = rows[0]
     elif stripped.startswith("|"):
         return _llama_markdown(text)
     else:
         rows = list(csv.DictReader(io.StringIO(text)))
         if not rows or "avg_ts" not in rows[0]:
-            raise bad_field("line 1", "expected llama-bench -o json, csv or md output", "llama-bench")
+            raise bad_field("line 1", "expected llama-bench -o json, jsonl, csv or md output", "llama-bench")
         points = [_llama_row(r, f"line {i + 2}: ") for i, r in enumerate(rows)]
         first = rows[0]
         wheres = [f"line {i + 2}: " for i in range(len(rows))]
     launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
     return Parsed(points, places=wheres, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
                   date=iso_date(first.get("test_time")), **launch)
+
+
+def _jsonl_rows(text: str) -> tuple[list[dict], list[str]]:
+    """llama-bench ``-o jsonl``'s tests, each with its line: a JSON object a line, blank lines passed over."""
+    rows, wheres = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            row = None
+        if not isinstance(row, dict):
+            raise bad_field(f"line {n}", "not a JSON object (llama-bench -o jsonl: one test per line)", "llama-bench")
+        rows.append(row)
+        wheres.append(f"line {n}: ")
+    return rows, wheres
 
 
 def _llama_model(row: dict) -> dict[str, str | None]:
@@ -324,14 +346,14 @@ def guess_format(name: str, text: str) -> str:
     """The format a file is in, from its name and first bytes (``--format`` says it outright); a compression's
     ending (``.gz``, ``.xz`` …) is passed over, its text being the decompressed file's."""
     lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
+    if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
+        return "llama-bench"  # before the .jsonl ending: llama-bench -o jsonl writes one too
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
         return "genai-perf"
     if '"benchmarks"' in head:
         return "guidellm"
-    if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
-        return "llama-bench"
     if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
         return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
     if head.startswith("{") and ('"mean_ttft_ms"' in head or '"output_throughput"' in head):

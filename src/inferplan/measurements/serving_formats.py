@@ -141,10 +141,59 @@ def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
 
 
 def parse_vllm(text: str) -> Parsed:
-    run = read_json(text, "vllm")
-    point = _serving_point(run, "vllm", "")
-    return Parsed([point], model=text_of(run.get("model_id")), model_field="model_id", date=iso_date(run.get("date")),
-                  **_stated_deployment(run), **measured_acceptance(run, "vllm", ""))
+    """One ``vllm bench serve`` result, or the several that ``--append-result`` writes into one file (a JSON object
+    a line): one point each, of one server, so the model and deployment every run names must agree."""
+    runs = _vllm_runs(text)
+    if len(runs) == 1:
+        run = runs[0][1]
+        return Parsed([_serving_point(run, "vllm", "")], model=text_of(run.get("model_id")), model_field="model_id",
+                      date=iso_date(run.get("date")), **_stated_deployment(run), **measured_acceptance(run, "vllm", ""))
+    wheres = [f"line {line}: " for line, _ in runs]
+    points = [_serving_point(run, "vllm", where) for (_, run), where in zip(runs, wheres)]
+    first = runs[0][1] if isinstance(runs[0][1], dict) else {}
+    for (_, run), where in zip(runs[1:], wheres[1:]):
+        for key in ("model_id", *(k for keys in METADATA_KEYS.values() for k in keys)):
+            if run.get(key) != first.get(key):
+                raise bad_field(f"{where}{key}", f"{run.get(key)!r} here, {first.get(key)!r} on the first line: the "
+                                "results are of several deployments; import one file per deployment", "vllm")
+    dates = sorted(d for d in (iso_date(run.get("date")) for _, run in runs) if d)
+    return Parsed(points, places=wheres, model=text_of(first.get("model_id")), model_field="model_id",
+                  date=dates[-1] if dates else None, **_stated_deployment(first),
+                  **_pooled_acceptance([run for _, run in runs], wheres))
+
+
+def _vllm_runs(text: str) -> list[tuple[int, Any]]:
+    """The JSON documents of a vLLM result file, each with the line it starts on: ``--append-result`` writes a
+    newline and the next result after the ones already there."""
+    decoder, runs, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text) and runs:
+            return runs
+        try:
+            run, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if not runs:  # the file's own error, as a single result's
+                read_json(text, "vllm")
+            line = getattr(exc, "lineno", text.count("\n", 0, at) + 1)
+            raise bad_field(f"line {line}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})", "vllm") from None
+        runs.append((text.count("\n", 0, at) + 1, run))
+        at = end
+
+
+def _pooled_acceptance(runs: list[Any], wheres: list[str]) -> dict[str, object]:
+    """The acceptance the server measured over the appended runs that save one: each run's accepted tokens per draft
+    step (its length − 1) weighted by its draft steps, and its draft tokens summed over the steps."""
+    found = [(measured_acceptance(run, "vllm", where), run) for run, where in zip(runs, wheres)]
+    found = [(m, run) for m, run in found if m]
+    if len(found) < 2:
+        return found[0][0] if found else {}
+    keys = acceptance_keys()["vllm"]
+    steps = sum(float(run[keys.drafts]) for _, run in found)
+    accepted = sum((float(m["acceptance_length"]) - 1) * float(run[keys.drafts]) for m, run in found)
+    return {**found[0][0], "acceptance_length": 1 + accepted / steps, "acceptance_over": "the file's runs together",
+            "draft_tokens_per_step": sum(float(run[keys.draft_tokens]) for _, run in found) / steps}
 
 
 # keys ``vllm bench serve --metadata KEY=VALUE ...`` adds to the result for the server's settings

@@ -1,0 +1,79 @@
+"""Result files the clients write as several JSON documents: ``vllm bench serve --append-result`` (a result a line,
+appended to the file's) and ``llama-bench -o jsonl`` (a test a line) import with every point, and a bad line is
+refused naming it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.measurements.formats import guess_format, parse
+
+DATA = Path(__file__).parent / "data" / "measurements"
+C8 = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
+C32 = json.loads((DATA / "vllm_bench_serve_c32.json").read_text())
+SPEC = json.loads((DATA / "vllm_bench_serve_spec_c8.json").read_text())
+
+
+def _appended(*runs: dict) -> str:
+    # as serve.py writes with --append-result: json.dump, then "\n" before each later result
+    return "\n".join(json.dumps(r) for r in runs)
+
+
+def test_a_vllm_file_of_appended_results_imports_every_run_as_a_point():
+    parsed = parse(_appended(C8, C32), "vllm")
+    assert [p.concurrency for p in parsed.points] == [8, 32]
+    assert parsed.points[1].tpot_s == pytest.approx(C32["mean_tpot_ms"] / 1000)
+    assert parsed.places == ["line 1", "line 2"]
+    assert parsed.meta["model"] == C8["model_id"]
+    assert guess_format("vllm-sweep.json", _appended(C8, C32)) == "vllm"
+
+
+def test_an_appended_vllm_result_of_another_model_is_refused_naming_its_line():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(_appended(C8, {**C32, "model_id": "Qwen/Qwen3-8B"}), "vllm")
+    assert info.value.field == "line 2: model_id" and "several deployments" in str(info.value)
+
+
+def test_an_appended_vllm_rerun_of_one_load_level_is_refused_naming_both():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(_appended(C8, {**C8, "mean_ttft_ms": 50.0}), "vllm")
+    assert info.value.field == "line 2" and "line 1" in str(info.value)
+
+
+def test_a_truncated_appended_vllm_result_is_refused_naming_its_line():
+    text = _appended(C8, C32)
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(text[: len(text) - 40], "vllm")
+    assert info.value.field == "line 2"
+
+
+def test_appended_vllm_results_pool_the_servers_acceptance_by_draft_steps():
+    other = {**SPEC, "max_concurrency": 16, "spec_decode_acceptance_length": 3.0,
+             "spec_decode_num_drafts": SPEC["spec_decode_num_drafts"] * 3,
+             "spec_decode_draft_tokens": SPEC["spec_decode_draft_tokens"] * 3}
+    meta = parse(_appended(SPEC, other), "vllm").meta
+    expected = 1 + ((SPEC["spec_decode_acceptance_length"] - 1) + 3 * 2.0) / 4
+    assert meta["acceptance_length"] == pytest.approx(expected)
+    assert meta["draft_tokens_per_step"] == pytest.approx(SPEC["spec_decode_draft_tokens"] / SPEC["spec_decode_num_drafts"])
+
+
+def _jsonl(rows: list[dict]) -> str:
+    # llama-bench's jsonl_printer: each test's fields on one line
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_llama_bench_jsonl_reads_as_its_json_output():
+    rows = json.loads((DATA / "llama_bench.json").read_text())
+    parsed = parse(_jsonl(rows), "llama-bench")
+    assert parsed.points == parse(json.dumps(rows), "llama-bench").points
+    assert parsed.meta["engine_version"] == "b5210 (3f4fc97f)"
+    assert guess_format("results.jsonl", _jsonl(rows)) == "llama-bench"
+
+
+def test_a_bad_llama_bench_jsonl_line_is_refused_naming_it():
+    rows = json.loads((DATA / "llama_bench.json").read_text())
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(_jsonl(rows)[:-30], "llama-bench")
+    assert info.value.field == "line 2"
