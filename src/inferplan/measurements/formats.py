@@ -11,7 +11,7 @@ their keys (docs/measurements.md has the sources):
   ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``; the acceptance the
   server measured, ``spec_decode_acceptance_length``, ``spec_decode_draft_tokens``, ``spec_decode_num_drafts``; the
   requests that failed, ``failed``).
-- ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
+- ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys, ``server_info``,
   and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length; no count of
   failed requests, but with ``--output-details`` ``errors``, one per request sent).
 - ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the

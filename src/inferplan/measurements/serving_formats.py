@@ -261,7 +261,7 @@ def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
 def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
-    points, places, model, backend, acceptance = [], [], None, None, {}
+    points, places, model, backend, acceptance, server = [], [], None, None, {}, {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -274,6 +274,35 @@ def parse_sglang(text: str) -> Parsed:
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
         acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
+        server = _one_server(server, _server_info(run), f"line {n}: ")
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
-    return Parsed(points, places=places, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)
+    named = {"model": model, "model_field": "model_id"} if model else {}
+    return Parsed(points, places=places, **(server | named), engine=_client_backends().get(backend or ""), **acceptance)
+
+
+# what SGLang's ``/server_info``, which bench_serving saves as ``server_info``, states of the deployment: the field it
+# fills -> the server argument (its resolved value; python/sglang/srt/utils/common.py ``build_server_info``)
+SGLANG_SERVER_KEYS = {"model": "model_path", "engine_version": "version", "tensor_parallel_size": "tp_size",
+                      "quantization": "quantization"}
+
+
+def _server_info(run: Any) -> dict[str, str]:
+    """The deployment a line's ``server_info`` states (each value with its key as ``<field>_field``); {} where the
+    client saved none (the server answered no ``/server_info``)."""
+    info = run.get("server_info") if isinstance(run, dict) else None
+    stated: dict[str, str] = {}
+    for field, key in SGLANG_SERVER_KEYS.items():
+        value = info.get(key) if isinstance(info, dict) else None
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
+    return stated
+
+
+def _one_server(first: dict[str, str], line: dict[str, str], where: str) -> dict[str, str]:
+    """The lines of one file are runs of one server: a line whose ``server_info`` states another is refused."""
+    for field, value in line.items():
+        if field in first and not field.endswith("_field") and first[field] != value:
+            raise bad_field(f"{where}{line[f'{field}_field']}", f"{value!r} here, {first[field]!r} on an earlier line: "
+                            "the runs are of several servers; import one file per deployment", "sglang")
+    return first or line

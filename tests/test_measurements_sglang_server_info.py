@@ -1,0 +1,46 @@
+"""SGLang's bench_serving saves the server's ``/server_info`` (its resolved arguments and release) beside each run:
+the import reads the model, release, tensor parallel size and weight format from it where the user states none,
+and refuses a file whose lines are runs of several servers."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.measurements.formats import parse
+from inferplan.measurements.records import RunProvenance, read_runs
+
+DATA = Path(__file__).parent / "data" / "measurements"
+LINES = [json.loads(line) for line in (DATA / "sglang_bench_serving.jsonl").read_text().splitlines()]
+# the keys of /server_info that are read, as ServerArgs.resolved_dict and the http server write them
+SERVER = {"model_path": "/models/Qwen3-8B", "tp_size": 2, "pp_size": 1, "quantization": "fp8", "kv_cache_dtype": "auto",
+          "version": "0.5.3", "internal_states": [{"avg_spec_accept_length": None}]}
+
+
+def _file(*servers: dict | None) -> bytes:
+    return "".join(json.dumps({**line, "server_info": s}) + "\n" for line, s in zip(LINES, servers)).encode()
+
+
+def test_an_sglang_run_takes_its_deployment_from_the_saved_server_info(catalog):
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, SERVER, SERVER))], RunProvenance(gpu="h100", gpus=2))
+    assert (run.model, run.engine, run.engine_version) == ("qwen3-8b", "sglang", "0.5.3")
+    assert (run.tensor_parallel_size, run.quantization) == (2, "fp8")
+
+
+def test_what_the_user_states_wins_over_the_server_info(catalog):
+    given = RunProvenance(gpu="h100", model="llama-3.1-8b", engine_version="0.5.2", quantization="bf16")
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, None, SERVER))], given.model_copy(update={"tensor_parallel_size": 1}))
+    assert (run.model, run.engine_version, run.tensor_parallel_size, run.quantization) == ("llama-3.1-8b", "0.5.2", 1, "bf16")
+
+
+def test_lines_of_several_servers_are_refused_naming_the_line_and_key():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(_file(SERVER, {**SERVER, "tp_size": 4}, SERVER).decode(), "sglang")
+    assert info.value.field == "line 2: server_info.tp_size" and "several servers" in str(info.value)
+
+
+def test_a_server_weight_format_the_catalogue_lacks_is_refused_naming_its_key(catalog):
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(*[{**SERVER, "quantization": "qoq"}] * 3))], RunProvenance(gpu="h100", gpus=2))
+    assert info.value.field == "server_info.quantization" and str(info.value).startswith("sglang.jsonl:")
