@@ -335,7 +335,7 @@ class Store:
     # --- the user's own measured runs (measurements/)
     def add_measurements(self, runs: list[MeasuredRun]) -> list[MeasuredRun]:
         """Store every run in one transaction: all of them, or none. A run stored already (the same
-        file, provenance and points) is refused (ConflictError) rather than stored twice, where it
+        provenance and points, whatever its file is named) is refused (ConflictError) rather than stored twice, where it
         would count twice wherever stored runs are used."""
         saved = []
         given: dict[str, str] = {}  # identity -> the file that gave it earlier in this import
@@ -388,9 +388,10 @@ IDENTITY_POINT_FIELDS = {"concurrency", "input_tokens", "output_tokens", "ttft_s
 
 
 def _run_identity(run: MeasuredRun) -> str:
-    """What makes two imports the same run: its file, provenance and the points' means (not where its acceptance rate
-    came from: a run stored before that was recorded, imported again, is the same run)."""
-    return json.dumps({**run.model_dump(mode="json", exclude={"id", "points", "acceptance_origin"}, exclude_none=True),
+    """What makes two imports the same run: its provenance and the points' means, not the file's name (a copy of the
+    file under another name measured nothing new) nor where its acceptance rate came from (a run stored before that
+    was recorded, imported again, is the same run)."""
+    return json.dumps({**run.model_dump(mode="json", exclude={"id", "file", "points", "acceptance_origin"}, exclude_none=True),
                        "points": [p.model_dump(mode="json", include=IDENTITY_POINT_FIELDS) for p in run.points]},
                       sort_keys=True)
 
