@@ -21,7 +21,8 @@ their keys (docs/measurements.md has the sources):
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``;
   AIPerf's ``error_request_count``, the requests that failed).
-- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``: ``mean``,
+- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``, TPOT from
+  ``inter_token_latency_ms``: ``mean``,
   ``median``, ``percentiles.p99``; ``request_totals``: ``errored`` and ``incomplete`` requests failed).
 - ``csv``: the documented CSV (``CSV_COLUMNS``; ``failed_requests``, the requests of a level that failed).
 """
@@ -213,17 +214,21 @@ def _mean(metrics: dict, key: str, where: str, *, required: bool = True, stat: s
     return read_number(successful, stat, "guidellm", f"{where}{key}.successful.", required=required)
 
 
+# guidellm's TPOT: ``inter_token_latency_ms``, the first token to the last over the tokens after the first, as vLLM's
+# TPOT; its ``time_per_output_token_ms`` runs from the request's start, so it counts the wait for the first token
+# (``GenerativeRequestStats`` in src/guidellm/schemas/base/request_stats.py, guidellm 0.8.1)
+GUIDELLM_TPOT = "inter_token_latency_ms"
 # the point's percentile -> guidellm's metric and statistic, read for a run of concurrent streams
 # (``args.strategy.type_`` concurrent or synchronous: the closed loop the planner models)
 GUIDELLM_TAILS = {"ttft_p50_s": ("time_to_first_token_ms", "median"), "ttft_p99_s": ("time_to_first_token_ms", "p99"),
-                  "tpot_p50_s": ("time_per_output_token_ms", "median"), "tpot_p99_s": ("time_per_output_token_ms", "p99")}
+                  "tpot_p50_s": (GUIDELLM_TPOT, "median"), "tpot_p99_s": (GUIDELLM_TPOT, "p99")}
 
 
 # the point's field -> the figure it is read from, to name one out of the point's range
 GUIDELLM_KEYS = {"concurrency": "args.strategy.streams", "input_tokens": "prompt_token_count.successful.mean",
                  "output_tokens": "output_token_count.successful.mean",
                  **{field: f"{key}.successful.mean" for field, key in (
-                     ("ttft_s", "time_to_first_token_ms"), ("tpot_s", "time_per_output_token_ms"),
+                     ("ttft_s", "time_to_first_token_ms"), ("tpot_s", GUIDELLM_TPOT),
                      ("output_tokens_per_s_total", "output_tokens_per_second"), ("requests_per_s", "requests_per_second"))},
                  **{field: f"{key}.successful.{'percentiles.p99' if stat == 'p99' else stat}"
                     for field, (key, stat) in GUIDELLM_TAILS.items()}}
@@ -256,7 +261,7 @@ def parse_guidellm(text: str) -> Parsed:
                                      input_tokens=round(_mean(metrics, "prompt_token_count", where)),
                                      output_tokens=round(_mean(metrics, "output_token_count", where)),
                                      ttft_s=from_ms(_mean(metrics, "time_to_first_token_ms", where)),
-                                     tpot_s=from_ms(_mean(metrics, "time_per_output_token_ms", where)),
+                                     tpot_s=from_ms(_mean(metrics, GUIDELLM_TPOT, where)),
                                      output_tokens_per_s_total=_mean(metrics, "output_tokens_per_second", where),
                                      requests_per_s=_mean(metrics, "requests_per_second", where, required=False),
                                      failed_requests=failed, **_guidellm_tails(b, metrics, where)))

@@ -1,6 +1,6 @@
-"""Result files the clients write as several JSON documents: ``vllm bench serve --append-result`` (a result a line,
-appended to the file's) and ``llama-bench -o jsonl`` (a test a line) import with every point, and a bad line is
-refused naming it."""
+"""The clients' result files as their releases write them: ``vllm bench serve --append-result`` (a result a line,
+appended to the file's) and ``llama-bench -o jsonl`` (a test a line) import with every point, a bad line refused
+naming it; guidellm's TPOT is the figure that leaves out the first token's wait, as vLLM's does."""
 
 import json
 from pathlib import Path
@@ -77,3 +77,23 @@ def test_a_bad_llama_bench_jsonl_line_is_refused_naming_it():
     with pytest.raises(InvalidScenarioError) as info:
         parse(_jsonl(rows)[:-30], "llama-bench")
     assert info.value.field == "line 2"
+
+
+def test_guidellm_tpot_is_its_inter_token_latency_not_its_time_per_output_token():
+    # guidellm's time_per_output_token_ms runs from the request's start (the first token's wait counted); its
+    # inter_token_latency_ms is vLLM's TPOT, the first token to the last over the tokens after it
+    report = json.loads((DATA / "guidellm_report.json").read_text())
+    metrics = report["benchmarks"][0]["metrics"]
+    metrics["time_to_first_token_ms"]["successful"].update(mean=2000.0, median=2000.0)
+    metrics["time_per_output_token_ms"]["successful"].update(mean=17.6, median=17.6, percentiles={"p99": 18.0})
+    metrics["inter_token_latency_ms"]["successful"].update(mean=9.8, median=9.7, percentiles={"p99": 10.1})
+    point = parse(json.dumps(report), "guidellm").points[0]
+    assert (point.tpot_s, point.tpot_p50_s, point.tpot_p99_s) == pytest.approx((9.8e-3, 9.7e-3, 10.1e-3))
+
+
+def test_a_guidellm_report_without_inter_token_latency_is_refused_naming_it():
+    report = json.loads((DATA / "guidellm_report.json").read_text())
+    del report["benchmarks"][1]["metrics"]["inter_token_latency_ms"]
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(json.dumps(report), "guidellm")
+    assert info.value.field == "benchmarks[1].inter_token_latency_ms.successful"
