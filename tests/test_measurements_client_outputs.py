@@ -97,3 +97,26 @@ def test_a_guidellm_report_without_inter_token_latency_is_refused_naming_it():
     with pytest.raises(InvalidScenarioError) as info:
         parse(json.dumps(report), "guidellm")
     assert info.value.field == "benchmarks[1].inter_token_latency_ms.successful"
+
+
+def _guidellm_04(**totals) -> dict:
+    # guidellm 0.4 on: the strategy under config, the request totals under metrics (GenerativeBenchmark), no args
+    report = json.loads((DATA / "guidellm_report.json").read_text())
+    for b in report["benchmarks"]:
+        b["config"] = {"run_id": "r", "run_index": 0, "strategy": b.pop("args")["strategy"], "constraints": {}}
+        b["metrics"]["request_concurrency"]["successful"]["mean"] = b["config"]["strategy"]["streams"] - 0.6
+        b["metrics"]["request_totals"] = {"successful": 390, "incomplete": 4, "errored": 6, "total": 400, **totals}
+    return report
+
+
+def test_a_guidellm_04_report_reads_its_strategy_percentiles_and_failures_where_it_keeps_them():
+    points = parse(json.dumps(_guidellm_04()), "guidellm").points
+    assert [p.concurrency for p in points] == [4, 16]  # the streams, not the mean in flight rounded (15.4)
+    assert points[0].ttft_p99_s == pytest.approx(0.0703) and points[1].tpot_p50_s == pytest.approx(0.010229)
+    assert [p.failed_requests for p in points] == [10, 10]
+
+
+def test_a_guidellm_04_benchmark_with_no_completed_request_is_refused_naming_it():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(json.dumps(_guidellm_04(successful=0)), "guidellm")
+    assert info.value.field == "benchmarks[0].metrics.request_totals.successful"
