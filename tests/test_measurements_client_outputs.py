@@ -120,3 +120,12 @@ def test_a_guidellm_04_benchmark_with_no_completed_request_is_refused_naming_it(
     with pytest.raises(InvalidScenarioError) as info:
         parse(json.dumps(_guidellm_04(successful=0)), "guidellm")
     assert info.value.field == "benchmarks[0].metrics.request_totals.successful"
+
+
+def test_a_vllm_run_at_a_request_rate_under_its_cap_is_planned_at_its_mean_in_flight():
+    # --request-rate 2 --max-concurrency 64: 2 requests/s x 2.193 s end to end is 4 in flight, not the cap's 64
+    light = {**C8, "request_rate": 2.0, "max_concurrency": 64, "request_throughput": 2.0}
+    assert parse(json.dumps(light), "vllm").points[0].concurrency == 4
+    saturated = {**light, "request_rate": 100.0, "request_throughput": 100.0}  # Little's law past the cap: the cap
+    assert parse(json.dumps(saturated), "vllm").points[0].concurrency == 64
+    assert parse(json.dumps({**light, "request_rate": "inf"}), "vllm").points[0].concurrency == 64

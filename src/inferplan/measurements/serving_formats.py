@@ -78,10 +78,8 @@ def _requests_key(run: dict) -> str:
 
 def _concurrency_key(run: dict) -> str:
     """The key the point's concurrency is read from (``_concurrency``)."""
-    if run.get("max_concurrency"):
-        return "max_concurrency"
     if _unlimited(run.get("request_rate")):
-        return _requests_key(run)
+        return "max_concurrency" if run.get("max_concurrency") else _requests_key(run)
     return "concurrency" if run.get("concurrency") is not None else "request_throughput"
 
 
@@ -91,13 +89,22 @@ def _concurrency(run: dict, fmt: str, where: str, sent: float, output_tokens: in
     request rate has its mean in flight by Little's law — SGLang's own ``concurrency`` (the summed
     end-to-end latencies over the run's duration), else completed requests per second × mean
     end-to-end latency (vLLM's ``mean_e2el_ms``; without it mean TTFT + mean TPOT × (output tokens − 1),
-    exact when every request has the same output length). Neither a cap nor a rate: refused."""
-    if run.get("max_concurrency"):  # 0 or null: no cap, as the clients read it
-        return read_count(run, "max_concurrency", fmt, where)
+    exact when every request has the same output length). A cap beside a request rate bounds the mean in flight, which
+    a rate too low to reach the cap keeps under it (``--request-rate 2 --max-concurrency 64``). Neither a cap nor a
+    rate: refused."""
+    cap = read_count(run, "max_concurrency", fmt, where) if run.get("max_concurrency") else None  # 0 or null: no cap
+    if cap is not None and _unlimited(run.get("request_rate")):
+        return cap
     if run.get("request_rate") is None:
         raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
     if _unlimited(run.get("request_rate")):
         return round(_requests(run, fmt, where, sent))
+    in_flight = _mean_in_flight(run, fmt, where, output_tokens)
+    return max(1, min(cap, in_flight) if cap is not None else in_flight)
+
+
+def _mean_in_flight(run: dict, fmt: str, where: str, output_tokens: int) -> int:
+    """The run's mean requests in flight by Little's law, rounded (``_concurrency``)."""
     if run.get("concurrency") is not None:
         in_flight = read_number(run, "concurrency", fmt, where)
     else:
@@ -105,7 +112,7 @@ def _concurrency(run: dict, fmt: str, where: str, sent: float, output_tokens: in
         if e2e_ms is None:
             e2e_ms = read_number(run, "mean_ttft_ms", fmt, where) + read_number(run, "mean_tpot_ms", fmt, where) * max(output_tokens - 1, 0)
         in_flight = read_number(run, "request_throughput", fmt, where) * from_ms(e2e_ms)
-    return max(1, round(in_flight))
+    return round(in_flight)
 
 
 def _serving_tails(run: dict, fmt: str, where: str, sent: float) -> dict[str, Any]:
