@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from typing import Callable
 
@@ -39,8 +38,8 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.genai_perf_format import parse_genai_perf
 from inferplan.measurements.guidellm_format import parse_guidellm
-from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, measured_point, read_count, read_json,
-                                                  read_number, text_of)
+from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, json_lines, measured_point, read_count,
+                                                  read_json, read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.run_record import MeasuredPoint
 
@@ -140,19 +139,12 @@ def parse_llama_bench(text: str) -> Parsed:
 
 def _jsonl_rows(text: str) -> tuple[list[dict], list[str]]:
     """llama-bench ``-o jsonl``'s tests, each with its line: a JSON object a line, blank lines passed over."""
-    rows, wheres = [], []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            row = None
-        if not isinstance(row, dict):
-            raise bad_field(f"line {n}", "not a JSON object (llama-bench -o jsonl: one test per line)", "llama-bench")
-        rows.append(row)
-        wheres.append(f"line {n}: ")
-    return rows, wheres
+    what = "llama-bench -o jsonl: one test per line"
+    lines = list(json_lines(text, "llama-bench", what))
+    bad = next((n for n, row in lines if not isinstance(row, dict)), None)
+    if bad is not None:
+        raise bad_field(f"line {bad}", f"not a JSON object ({what})", "llama-bench")
+    return [row for _, row in lines], [f"line {n}: " for n, _ in lines]
 
 
 def _llama_model(row: dict) -> dict[str, str | None]:

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, measured_point, read_count, read_json,
-                                                  read_number, text_of)
+from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, json_lines, measured_point, read_count,
+                                                  read_json, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
@@ -269,13 +269,7 @@ def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
     points, places, model, backend, acceptance, server = [], [], None, None, {}, {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            run = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            raise bad_field(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
+    for n, run in json_lines(text, "sglang", "one run per line"):
         points.append(_serving_point(run, "sglang", f"line {n}: "))
         places.append(f"line {n}")
         model = model or text_of(run.get("model_id") or run.get("model"))
