@@ -129,3 +129,9 @@ def test_a_vllm_run_at_a_request_rate_under_its_cap_is_planned_at_its_mean_in_fl
     saturated = {**light, "request_rate": 100.0, "request_throughput": 100.0}  # Little's law past the cap: the cap
     assert parse(json.dumps(saturated), "vllm").points[0].concurrency == 64
     assert parse(json.dumps({**light, "request_rate": "inf"}), "vllm").points[0].concurrency == 64
+
+
+def test_a_vllm_file_of_more_results_than_points_allowed_is_refused_naming_the_line():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse("{}\n" * 10_001, "vllm")
+    assert info.value.field == "line 10001" and "more than 10,000 results" in str(info.value)

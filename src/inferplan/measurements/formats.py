@@ -38,8 +38,8 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.genai_perf_format import parse_genai_perf
 from inferplan.measurements.guidellm_format import parse_guidellm
-from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, json_lines, measured_point, read_count,
-                                                  read_json, read_number, text_of)
+from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
+                                                  read_count, read_json, read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.run_record import MeasuredPoint
 
@@ -53,7 +53,6 @@ CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests", "failed_r
 # the columns that measure something (a row needs one); the point's field -> its column, to name a bad figure
 CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests", "failed_requests"))
 CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
-MAX_POINTS = 10_000
 # the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
 # two rates may round alike): two points of one file at one level are refused (``_one_point_per_level``)
 ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench", "vllm")

@@ -15,6 +15,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.performance.run_record import MeasuredPoint
 
 MS = 1e-3
+MAX_POINTS = 10_000  # the most points one file may give
 
 
 class Parsed:

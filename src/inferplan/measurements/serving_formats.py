@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, json_lines, measured_point, read_count,
-                                                  read_json, read_number, text_of)
+from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
+                                                  read_count, read_json, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
@@ -172,20 +172,23 @@ def parse_vllm(text: str) -> Parsed:
 def _vllm_runs(text: str) -> list[tuple[int, Any]]:
     """The JSON documents of a vLLM result file, each with the line it starts on: ``--append-result`` writes a
     newline and the next result after the ones already there."""
-    decoder, runs, at = json.JSONDecoder(), [], 0
+    decoder, runs, at, line, counted = json.JSONDecoder(), [], 0, 1, 0
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
         if at == len(text) and runs:
             return runs
+        line, counted = line + text.count("\n", counted, at), at  # newlines counted once, up to where a result starts
         try:
             run, end = decoder.raw_decode(text, at)
         except (json.JSONDecodeError, RecursionError) as exc:
             if not runs:  # the file's own error, as a single result's
                 read_json(text, "vllm")
-            line = getattr(exc, "lineno", text.count("\n", 0, at) + 1)
-            raise bad_field(f"line {line}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})", "vllm") from None
-        runs.append((text.count("\n", 0, at) + 1, run))
+            raise bad_field(f"line {getattr(exc, 'lineno', line)}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})",
+                            "vllm") from None
+        runs.append((line, run))
+        if len(runs) > MAX_POINTS:
+            raise bad_field(f"line {line}", f"more than {MAX_POINTS:,} results", "vllm")
         at = end
 
 
