@@ -1,5 +1,6 @@
 """SGLang's bench_serving saves the server's ``/server_info`` (its resolved arguments and release) beside each run:
-the import reads the model, release, tensor parallel size and weight format from it where the user states none,
+the import reads the model, release, tensor and pipeline parallel sizes, weight format and CUDA graphs from it where
+the user states none,
 and refuses a file whose lines are runs of several servers."""
 
 import json
@@ -44,3 +45,11 @@ def test_a_server_weight_format_the_catalogue_lacks_is_refused_naming_its_key(ca
     with pytest.raises(InvalidScenarioError) as info:
         read_runs(catalog, [("sglang.jsonl", _file(*[{**SERVER, "quantization": "qoq"}] * 3))], RunProvenance(gpu="h100", gpus=2))
     assert info.value.field == "server_info.quantization" and str(info.value).startswith("sglang.jsonl:")
+
+
+def test_an_sglang_server_without_cuda_graphs_over_pipeline_stages_is_stored_as_launched(catalog):
+    server = {**SERVER, "tp_size": 1, "pp_size": 2, "disable_cuda_graph": True}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert (run.gpus, run.tensor_parallel_size, run.pipeline_parallel_size, run.enforce_eager) == (2, 1, 2, True)
+    (graphs,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, SERVER, SERVER))], RunProvenance(gpu="h100"))
+    assert (graphs.gpus, graphs.pipeline_parallel_size, graphs.enforce_eager) == (2, 1, False)

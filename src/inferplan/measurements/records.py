@@ -232,6 +232,9 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     """The run the file and the user's statements describe: what the user states wins over what the
     file states (its model, weight format, tensor parallel size), which wins over the defaults."""
     meta = parsed.meta
+    given = given.model_copy(update={  # the layout and CUDA graphs a file states (SGLang's server_info), unless stated
+        "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
+        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true"})
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)

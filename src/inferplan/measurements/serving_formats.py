@@ -288,7 +288,7 @@ def parse_sglang(text: str) -> Parsed:
 # what SGLang's ``/server_info``, which bench_serving saves as ``server_info``, states of the deployment: the field it
 # fills -> the server argument (its resolved value; python/sglang/srt/utils/common.py ``build_server_info``)
 SGLANG_SERVER_KEYS = {"model": "model_path", "engine_version": "version", "tensor_parallel_size": "tp_size",
-                      "quantization": "quantization"}
+                      "pipeline_parallel_size": "pp_size", "quantization": "quantization", "enforce_eager": "disable_cuda_graph"}
 
 
 def _server_info(run: Any) -> dict[str, str]:
@@ -298,7 +298,9 @@ def _server_info(run: Any) -> dict[str, str]:
     stated: dict[str, str] = {}
     for field, key in SGLANG_SERVER_KEYS.items():
         value = info.get(key) if isinstance(info, dict) else None
-        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+        if value is True:  # a switch on (disable_cuda_graph): no CUDA graphs, as --enforce-eager states it
+            stated |= {field: "true", f"{field}_field": f"server_info.{key}"}
+        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
     return stated
 
