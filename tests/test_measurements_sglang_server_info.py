@@ -29,10 +29,19 @@ def test_an_sglang_run_takes_its_deployment_from_the_saved_server_info(catalog):
     assert (run.tensor_parallel_size, run.quantization) == (2, "fp8")
 
 
-def test_what_the_user_states_wins_over_the_server_info(catalog):
+def test_what_the_user_states_wins_over_the_server_infos_names(catalog):
+    # a server's folder, release text or weight format named otherwise: the user's naming stands
     given = RunProvenance(gpu="h100", model="llama-3.1-8b", engine_version="0.5.2", quantization="bf16")
-    (run,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, None, SERVER))], given.model_copy(update={"tensor_parallel_size": 1}))
-    assert (run.model, run.engine_version, run.tensor_parallel_size, run.quantization) == ("llama-3.1-8b", "0.5.2", 1, "bf16")
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, None, SERVER))], given)
+    assert (run.model, run.engine_version, run.tensor_parallel_size, run.quantization) == ("llama-3.1-8b", "0.5.2", 2, "bf16")
+
+
+@pytest.mark.parametrize(("field", "key"), [("tensor_parallel_size", "tp_size"), ("pipeline_parallel_size", "pp_size")])
+def test_a_stated_layout_the_server_reported_otherwise_is_refused_naming_both(catalog, field, key):
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(SERVER, SERVER, SERVER))], RunProvenance(gpu="h100", **{field: 4}))
+    assert info.value.field == field and str(info.value).startswith(f"sglang.jsonl: stated {field} 4, but the server "
+                                                                    f"reported server_info.{key}")
 
 
 def test_lines_of_several_servers_are_refused_naming_the_line_and_key():

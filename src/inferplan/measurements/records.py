@@ -232,6 +232,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     """The run the file and the user's statements describe: what the user states wins over what the
     file states (its model, weight format, tensor parallel size), which wins over the defaults."""
     meta = parsed.meta
+    _server_layout_agrees(name, meta, given)
     given = given.model_copy(update={  # the layout and CUDA graphs a file states (SGLang's server_info), unless stated
         "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
         "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true"})
@@ -258,6 +259,16 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
                                       | _file_launch(catalog, meta, given, engine, spec)
                                       | file_acceptance(meta, given.speculative_tokens)))
+
+
+def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance) -> None:
+    """A stated tensor or pipeline parallel size the server itself reported otherwise (SGLang's ``server_info``, its
+    resolved arguments) is refused naming both: the run would be stored as a launch that did not run."""
+    for field in ("tensor_parallel_size", "pipeline_parallel_size"):
+        key, stated = meta.get(f"{field}_field", ""), getattr(given, field)
+        if key.startswith("server_info.") and stated is not None and stated != _file_int(meta, field):
+            raise InvalidScenarioError(f"{name}: stated {field} {stated}, but the server reported {key} {meta[field]}",
+                                       field=field, allowed=f"leave it out, or what the server reported ({meta[field]})")
 
 
 def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
