@@ -135,3 +135,10 @@ def test_a_vllm_file_of_more_results_than_points_allowed_is_refused_naming_the_l
     with pytest.raises(InvalidScenarioError) as info:
         parse("{}\n" * 10_001, "vllm")
     assert info.value.field == "line 10001" and "more than 10,000 results" in str(info.value)
+
+
+def test_a_guidellm_04_report_whose_config_runs_long_is_told_by_its_metadata():
+    # GenerativeBenchmarksReport writes metadata (guidellm_version), then the run's config, then the benchmarks
+    report = {"metadata": {"version": 2, "guidellm_version": "0.8.1"}, "config": {"data": ["x" * 5000]},
+              **_guidellm_04()}
+    assert guess_format("benchmarks.json", json.dumps(report)) == "guidellm"

@@ -266,7 +266,7 @@ def guess_format(name: str, text: str) -> str:
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
         return "genai-perf"
-    if '"benchmarks"' in head:
+    if '"benchmarks"' in head or '"guidellm_version"' in head:  # guidellm 0.4 on: its run's config before the benchmarks
         return "guidellm"
     if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
         return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
