@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.measurements.formats import parse
+from inferplan.measurements.formats import guess_format, parse
 from inferplan.measurements.records import RunProvenance, read_runs
 
 DATA = Path(__file__).parent / "data" / "measurements"
@@ -62,3 +62,11 @@ def test_an_sglang_server_without_cuda_graphs_over_pipeline_stages_is_stored_as_
     assert (run.gpus, run.tensor_parallel_size, run.pipeline_parallel_size, run.enforce_eager) == (2, 1, 2, True)
     (graphs,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, SERVER, SERVER))], RunProvenance(gpu="h100"))
     assert (graphs.gpus, graphs.pipeline_parallel_size, graphs.enforce_eager) == (2, 1, False)
+
+
+def test_an_sglang_result_named_json_is_told_before_its_long_server_info():
+    # bench_serving writes its arguments, then server_info (every server argument), then the figures
+    line = {key: LINES[0][key] for key in ("backend", "dataset_name", "request_rate", "max_concurrency",
+                                           "sharegpt_output_len", "random_input_len")}
+    text = json.dumps({**line, "server_info": {**SERVER, **{f"arg_{i}": "x" * 40 for i in range(200)}}, **LINES[0]})
+    assert guess_format("result.json", text) == "sglang"

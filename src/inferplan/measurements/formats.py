@@ -253,7 +253,9 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
 
 
 # keys SGLang's bench_serving result writes and vLLM's does not (vLLM: ``mean_e2el_ms``; python/sglang/bench_serving.py)
-SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
+# and ``sharegpt_output_len``, among the arguments it writes before the server's ``server_info``, whose dump of the
+# server's arguments can push the figures past the first bytes
+SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "sharegpt_output_len")
 
 
 def guess_format(name: str, text: str) -> str:
