@@ -142,3 +142,8 @@ def test_a_guidellm_04_report_whose_config_runs_long_is_told_by_its_metadata():
     report = {"metadata": {"version": 2, "guidellm_version": "0.8.1"}, "config": {"data": ["x" * 5000]},
               **_guidellm_04()}
     assert guess_format("benchmarks.json", json.dumps(report)) == "guidellm"
+
+
+def test_an_appended_vllm_file_named_jsonl_is_told_by_its_vllm_only_keys():
+    # serve.py writes endpoint_type and tokenizer_id first; SGLang's bench_serving writes neither
+    assert guess_format("spec-tp2.jsonl", _appended(SPEC, {**SPEC, "max_concurrency": 16})) == "vllm"

@@ -256,6 +256,8 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
 # and ``sharegpt_output_len``, among the arguments it writes before the server's ``server_info``, whose dump of the
 # server's arguments can push the figures past the first bytes
 SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "sharegpt_output_len")
+# keys vLLM's result writes first and SGLang's does not (vllm/benchmarks/serve.py: ``endpoint_type``, ``tokenizer_id``)
+VLLM_ONLY_KEYS = ("endpoint_type", "tokenizer_id")
 
 
 def guess_format(name: str, text: str) -> str:
@@ -264,6 +266,8 @@ def guess_format(name: str, text: str) -> str:
     lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
     if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
         return "llama-bench"  # before the .jsonl ending: llama-bench -o jsonl writes one too
+    if head.startswith("{") and any(f'"{key}"' in head for key in VLLM_ONLY_KEYS):
+        return "vllm"  # before the .jsonl ending: an --append-result file may be named so
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
