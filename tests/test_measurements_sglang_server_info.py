@@ -1,5 +1,5 @@
 """SGLang's bench_serving saves the server's ``/server_info`` (its resolved arguments and release) beside each run:
-the import reads the model, release, tensor and pipeline parallel sizes, weight format and CUDA graphs from it where
+the import reads the model, release, tensor, pipeline and data parallel sizes, weight format and CUDA graphs from it where
 the user states none,
 and refuses a file whose lines are runs of several servers."""
 
@@ -56,8 +56,14 @@ def test_a_server_weight_format_the_catalogue_lacks_is_refused_naming_its_key(ca
     assert info.value.field == "server_info.quantization" and str(info.value).startswith("sglang.jsonl:")
 
 
-def test_an_sglang_server_without_cuda_graphs_over_pipeline_stages_is_stored_as_launched(catalog):
-    server = {**SERVER, "tp_size": 1, "pp_size": 2, "disable_cuda_graph": True}
+# CUDA graphs off: the deprecated switch, and the resolved config SGLang 0.5.23's flags write (cuda_graph_hook.py)
+GRAPHS_OFF = [{"disable_cuda_graph": True},
+              {"disable_cuda_graph": False, "cuda_graph_config": {"decode": {"backend": "disabled"}, "prefill": {"backend": "disabled"}}}]
+
+
+@pytest.mark.parametrize("graphs_off", GRAPHS_OFF)
+def test_an_sglang_server_without_cuda_graphs_over_pipeline_stages_is_stored_as_launched(catalog, graphs_off):
+    server = {**SERVER, "tp_size": 1, "pp_size": 2, **graphs_off}
     (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
     assert (run.gpus, run.tensor_parallel_size, run.pipeline_parallel_size, run.enforce_eager) == (2, 1, 2, True)
     (graphs,) = read_runs(catalog, [("sglang.jsonl", _file(SERVER, SERVER, SERVER))], RunProvenance(gpu="h100"))
@@ -70,3 +76,20 @@ def test_an_sglang_result_named_json_is_told_before_its_long_server_info():
                                            "sharegpt_output_len", "random_input_len")}
     text = json.dumps({**line, "server_info": {**SERVER, **{f"arg_{i}": "x" * 40 for i in range(200)}}, **LINES[0]})
     assert guess_format("result.json", text) == "sglang"
+
+
+def test_an_sglang_servers_data_parallel_replicas_count_their_gpus(catalog):
+    # dp_size: the replicas of the model (sglang 0.5.23 arg_groups/fields/parallel.py); GPUs = dp x tp x pp
+    server = {**SERVER, "tp_size": 1, "dp_size": 2, "attn_dp_size": 1, "enable_dp_attention": False}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert (run.gpus, run.tensor_parallel_size, run.data_parallel_size) == (2, 1, 2)
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", data_parallel_size=4))
+    assert info.value.field == "data_parallel_size" and "server_info.dp_size" in str(info.value)
+
+
+def test_an_older_sglang_servers_dp_size_under_dp_attention_adds_no_gpus(catalog):
+    # before attn_dp_size, --dp N --enable-dp-attention split attention inside the TP group
+    server = {**SERVER, "tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert (run.gpus, run.tensor_parallel_size, run.data_parallel_size) == (2, 2, None)

@@ -288,21 +288,36 @@ def parse_sglang(text: str) -> Parsed:
 # what SGLang's ``/server_info``, which bench_serving saves as ``server_info``, states of the deployment: the field it
 # fills -> the server argument (its resolved value; python/sglang/srt/utils/common.py ``build_server_info``)
 SGLANG_SERVER_KEYS = {"model": "model_path", "engine_version": "version", "tensor_parallel_size": "tp_size",
-                      "pipeline_parallel_size": "pp_size", "quantization": "quantization", "enforce_eager": "disable_cuda_graph"}
+                      "pipeline_parallel_size": "pp_size", "data_parallel_size": "dp_size", "quantization": "quantization",
+                      "enforce_eager": "disable_cuda_graph"}
 
 
 def _server_info(run: Any) -> dict[str, str]:
     """The deployment a line's ``server_info`` states (each value with its key as ``<field>_field``); {} where the
     client saved none (the server answered no ``/server_info``)."""
     info = run.get("server_info") if isinstance(run, dict) else None
+    if not isinstance(info, dict):
+        return {}
     stated: dict[str, str] = {}
     for field, key in SGLANG_SERVER_KEYS.items():
-        value = info.get(key) if isinstance(info, dict) else None
+        value = info.get(key)
+        if key == "dp_size" and info.get("enable_dp_attention") is True and "attn_dp_size" not in info:
+            continue  # a release before attn_dp_size: dp_size with DP attention splits attention inside the TP group
         if value is True:  # a switch on (disable_cuda_graph): no CUDA graphs, as --enforce-eager states it
             stated |= {field: "true", f"{field}_field": f"server_info.{key}"}
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
-    return stated
+    return stated | _graphs_disabled(info)
+
+
+def _graphs_disabled(info: dict) -> dict[str, str]:
+    """CUDA graphs off as the resolved ``cuda_graph_config`` states it (SGLang 0.5.23 on: its decode backend
+    "disabled", whichever flag set it: python/sglang/srt/arg_groups/cuda_graph_hook.py)."""
+    graphs = info.get("cuda_graph_config")
+    decode = graphs.get("decode") if isinstance(graphs, dict) else None
+    if isinstance(decode, dict) and decode.get("backend") == "disabled":
+        return {"enforce_eager": "true", "enforce_eager_field": "server_info.cuda_graph_config.decode.backend"}
+    return {}
 
 
 def _one_server(first: dict[str, str], line: dict[str, str], where: str) -> dict[str, str]:
