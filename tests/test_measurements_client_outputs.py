@@ -137,8 +137,8 @@ def test_a_vllm_file_of_more_results_than_points_allowed_is_refused_naming_the_l
     assert info.value.field == "line 10001" and "more than 10,000 results" in str(info.value)
 
 
-def test_a_guidellm_04_report_whose_config_runs_long_is_told_by_its_metadata():
-    # GenerativeBenchmarksReport writes metadata (guidellm_version), then the run's config, then the benchmarks
+def test_a_guidellm_report_whose_config_runs_long_is_told_by_its_metadata():
+    # a later GenerativeBenchmarksReport writes metadata (guidellm_version), then the run's config, then the benchmarks
     report = {"metadata": {"version": 2, "guidellm_version": "0.8.1"}, "config": {"data": ["x" * 5000]},
               **_guidellm_04()}
     assert guess_format("benchmarks.json", json.dumps(report)) == "guidellm"
@@ -147,3 +147,9 @@ def test_a_guidellm_04_report_whose_config_runs_long_is_told_by_its_metadata():
 def test_an_appended_vllm_file_named_jsonl_is_told_by_its_vllm_only_keys():
     # serve.py writes endpoint_type and tokenizer_id first; SGLang's bench_serving writes neither
     assert guess_format("spec-tp2.jsonl", _appended(SPEC, {**SPEC, "max_concurrency": 16})) == "vllm"
+
+
+def test_a_guidellm_0_4_0_report_whose_args_run_long_is_told_by_its_args():
+    # guidellm 0.4.0's report: args (target first), then the benchmarks; no metadata
+    report = {"args": {"target": "http://localhost:8000", "data": ["x" * 5000]}, **_guidellm_04()}
+    assert guess_format("benchmarks.json", json.dumps(report)) == "guidellm"

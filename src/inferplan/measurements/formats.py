@@ -58,6 +58,9 @@ CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total
 ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench", "vllm")
 
 
+# what a guidellm report writes before its benchmarks: guidellm 0.4.0 its ``args``, starting with the ``target``
+# (GenerativeBenchmarksReport, benchmark/schemas/generative/report.py); later releases ``metadata.guidellm_version``
+_GUIDELLM_ARGS = re.compile(r'\{\s*"args"\s*:\s*\{\s*"target"\s*:')
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
 _MD_BUILD = re.compile(r"^build: ([0-9a-f]+) \((\d+)\)\s*$", re.MULTILINE)
 
@@ -272,8 +275,8 @@ def guess_format(name: str, text: str) -> str:
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
         return "genai-perf"
-    if '"benchmarks"' in head or '"guidellm_version"' in head:  # guidellm 0.4 on: its run's config before the benchmarks
-        return "guidellm"
+    if '"benchmarks"' in head or '"guidellm_version"' in head or _GUIDELLM_ARGS.match(head):
+        return "guidellm"  # the run's settings can push the benchmarks past the first bytes (``_GUIDELLM_ARGS``)
     if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
         return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
     if head.startswith("{") and ('"mean_ttft_ms"' in head or '"output_throughput"' in head):
