@@ -239,6 +239,7 @@ class AcceptanceKeys(BaseModel):
     length: str  # the acceptance length: tokens a verify step keeps, the bonus token counted
     draft_tokens: str | None = None  # draft tokens proposed, and
     drafts: str | None = None  # draft steps: their quotient is the draft tokens per step (None: the file saves none)
+    server_steps: dict[str, str] = {}  # speculative algorithm -> the server_info key of its draft tokens per step
     over: str  # what the figure is an average over
     source: str
 
@@ -271,18 +272,33 @@ def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
 def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
-    points, places, model, backend, acceptance, server = [], [], None, None, {}, {}
+    points, places, model, backend, acceptance, server, drafted = [], [], None, None, {}, {}, {}
     for n, run in json_lines(text, "sglang", "one run per line"):
         points.append(_serving_point(run, "sglang", f"line {n}: "))
         places.append(f"line {n}")
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
         acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
+        drafted = _server_draft_tokens(run) or drafted
         server = _one_server(server, _server_info(run), f"line {n}: ")
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
     named = {"model": model, "model_field": "model_id"} if model else {}
+    acceptance = acceptance | drafted if acceptance else {}
     return Parsed(points, places=places, **(server | named), engine=_client_backends().get(backend or ""), **acceptance)
+
+
+def _server_draft_tokens(run: Any) -> dict[str, object]:
+    """The draft tokens per step the server was started with, as a line's ``server_info`` states them for its
+    speculative algorithm (``clients.yaml`` ``server_steps``); {} where it states none."""
+    info = run.get("server_info") if isinstance(run, dict) else None
+    if not isinstance(info, dict):
+        return {}
+    key = acceptance_keys()["sglang"].server_steps.get(str(info.get("speculative_algorithm") or "").upper())
+    value = info.get(key) if key else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return {"draft_tokens_per_step": float(value), "draft_tokens_per_step_field": f"server_info.{key}"}
+    return {}
 
 
 # what SGLang's ``/server_info``, which bench_serving saves as ``server_info``, states of the deployment: the field it
