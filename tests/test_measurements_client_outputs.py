@@ -153,3 +153,9 @@ def test_a_guidellm_0_4_0_report_whose_args_run_long_is_told_by_its_args():
     # guidellm 0.4.0's report: args (target first), then the benchmarks; no metadata
     report = {"args": {"target": "http://localhost:8000", "data": ["x" * 5000]}, **_guidellm_04()}
     assert guess_format("benchmarks.json", json.dumps(report)) == "guidellm"
+
+
+def test_an_appended_vllm_line_that_is_no_object_is_refused_naming_the_line_alone():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse(_appended(C8, [1, 2]), "vllm")
+    assert info.value.field == "line 2"

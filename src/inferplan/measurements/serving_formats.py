@@ -31,7 +31,7 @@ SERVING_KEYS = {"input_tokens": "total_input_tokens", "output_tokens": "total_ou
 def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     """A vLLM or SGLang serving run: per-request lengths are the totals over completed requests."""
     if not isinstance(run, dict):
-        raise bad_field(where or "line 1", "expected a JSON object", fmt)
+        raise bad_field(where.removesuffix(": ") or "line 1", "expected a JSON object", fmt)
     completed = read_count(run, "completed", fmt, where)
     failed = _failed(run, fmt, where)
     if not completed:
