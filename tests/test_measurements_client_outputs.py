@@ -159,3 +159,19 @@ def test_an_appended_vllm_line_that_is_no_object_is_refused_naming_the_line_alon
     with pytest.raises(InvalidScenarioError) as info:
         parse(_appended(C8, [1, 2]), "vllm")
     assert info.value.field == "line 2"
+
+
+def test_llama_bench_rows_of_several_models_are_refused_naming_the_row():
+    # llama-bench -m a.gguf -m b.gguf writes every model's tests into one file
+    rows = json.loads((DATA / "llama_bench.json").read_text())
+    rows[1] = {**rows[1], "model_filename": "/models/other-Q8_0.gguf"}
+    for text in (json.dumps(rows), _jsonl(rows)):
+        with pytest.raises(InvalidScenarioError) as info:
+            parse(text, "llama-bench")
+        assert info.value.field in ("[1].model_filename", "line 2: model_filename") and "several models" in str(info.value)
+    md = (DATA / "llama_bench.md").read_text().splitlines()
+    last = next(i for i, line in reversed(list(enumerate(md))) if line.startswith("|"))
+    md[last] = md[last].replace(md[last].split("|")[1], " other 8B Q8_0 ", 1)
+    with pytest.raises(InvalidScenarioError) as info:
+        parse("\n".join(md), "llama-bench")
+    assert info.value.field.endswith(": model") and "several models" in str(info.value)

@@ -107,6 +107,17 @@ def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:
     return found
 
 
+def _one_model(rows: list[dict], wheres: list[str], keys: tuple[str, ...] = ("model_filename", "model_type")) -> None:
+    """The rows of one file test one model: a row naming another (``llama-bench -m a.gguf -m b.gguf``) is refused
+    naming it, where its tests would be filed under the first row's model."""
+    for key in keys:
+        named = [(text_of(r.get(key)), where) for r, where in zip(rows, wheres) if text_of(r.get(key))]
+        other = next(((m, where) for m, where in named if m != named[0][0]), None)
+        if other is not None:
+            raise bad_field(f"{other[1]}{key}", f"{other[0]!r} here, {named[0][0]!r} in the first row: the rows test "
+                            "several models; import one file per model", "llama-bench")
+
+
 def _at_depth(where: str, depth: object) -> InvalidScenarioError:
     return bad_field(where, f"a test at a prefilled context depth ({depth} tokens, llama-bench -d) is not read as a "
                      "request's figures; import the tests at depth 0 (-d 0) in a file of their own", "llama-bench")
@@ -135,6 +146,7 @@ def parse_llama_bench(text: str) -> Parsed:
         first = rows[0]
         wheres = [f"line {i + 2}: " for i in range(len(rows))]
     launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
+    _one_model([r if isinstance(r, dict) else {} for r in rows], wheres)
     return Parsed(points, places=wheres, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
                   date=iso_date(first.get("test_time")), **launch)
 
@@ -188,6 +200,8 @@ def _llama_markdown(text: str) -> Parsed:
         wheres.append(f"line {n}: ")
     if not points:
         raise bad_field("line 3", "no test rows", "llama-bench")
+    _one_model([{"model": line.strip().strip("|").split("|")[header.index("model")].strip()} if "model" in header else {}
+                for line in lines[2:]], wheres, ("model",))
     build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
     version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
     return Parsed(points, places=wheres, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
