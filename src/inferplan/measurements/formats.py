@@ -16,7 +16,7 @@ their keys (docs/measurements.md has the sources):
   failed requests, but with ``--output-details`` ``errors``, one per request sent).
 - ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
-  ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column).
+  ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column; one model in all rows).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``;
