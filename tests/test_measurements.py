@@ -220,6 +220,16 @@ def test_a_run_stored_already_is_refused_and_not_stored_twice(catalog, tmp_path)
     assert store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c8.json"), other))  # a new run
 
 
+def test_a_copy_of_a_stored_run_under_another_name_is_the_same_run(catalog, tmp_path):
+    store = Store(tmp_path / "copy.db")
+    (first,) = store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c8.json"), H100_VLLM))
+    copy = [("results/run-c8-again.json", (DATA / "vllm_bench_serve_c8.json").read_bytes())]
+    with pytest.raises(ConflictError) as info:
+        store.add_measurements(read_runs(catalog, copy, H100_VLLM))
+    assert f"run {first.id}" in str(info.value) and str(info.value).startswith("results/run-c8-again.json")
+    assert len(store.list_measurements()) == 1  # validate --mine would count it twice
+
+
 def test_a_failure_while_storing_rolls_back_the_whole_import(catalog, tmp_path):
     store = Store(tmp_path / "tx.db")
     good = read_runs(catalog, files("vllm_bench_serve_c8.json", "vllm_bench_serve_c32.json"), H100_VLLM)

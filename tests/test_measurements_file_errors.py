@@ -77,3 +77,20 @@ def test_a_run_stored_before_percentiles_were_read_is_still_the_same_run(tmp_pat
         con.execute("UPDATE measurements SET body = ?", (json.dumps(body),))
     again = CliRunner().invoke(app, argv, prog_name="inferplan")
     assert again.exit_code == 2 and "the same run is stored already as run 1" in again.stderr, again.stderr
+
+
+def test_a_file_holding_a_stored_runs_point_and_more_is_refused_naming_the_run(tmp_path):
+    # SGLang's bench_serving appends each run to its output file: imported again, the first line's point is stored
+    from pathlib import Path
+    lines = (Path(__file__).parent / "data" / "measurements" / "sglang_bench_serving.jsonl").read_text().splitlines()
+    path = tmp_path / "sglang.jsonl"
+    path.write_text(lines[0] + "\n")
+    argv = ["measurements", "import", str(path), "--gpu", "H100", "--model", "llama-3.1-8b", "--db", str(tmp_path / "m.db")]
+    assert CliRunner().invoke(app, argv, prog_name="inferplan").exit_code == 0
+    path.write_text("\n".join(lines[:2]) + "\n")
+    again = CliRunner().invoke(app, [*argv, "--json"], prog_name="inferplan")
+    assert again.exit_code == 2 and json.loads(again.stdout)["error"]["field"] == "file"
+    assert again.stderr.startswith("error: sglang.jsonl: point 1 (concurrency 1,"), again.stderr
+    assert "stored already in run 1" in again.stderr
+    listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
+    assert len(json.loads(listed.stdout)["measurements"]) == 1

@@ -174,3 +174,12 @@ def test_the_draft_a_file_with_draft_tokens_ran_is_taken_without_restating_its_c
     body["files"] = [{"name": PLAIN, "content": (DATA / PLAIN).read_text()}]
     r = client.post("/api/measurements", json=body)
     assert r.status_code == 422 and r.json()["error"]["field"] == "provenance.speculative_method", r.text
+
+
+def test_an_sglang_run_takes_its_draft_tokens_per_step_from_the_saved_server_info():
+    # server_info carries the server's speculative arguments: EAGLE drafts speculative_num_steps tokens a step
+    lines = [json.loads(line) for line in (DATA / SGLANG).read_text().splitlines()]
+    server = {"speculative_algorithm": "EAGLE3", "speculative_num_steps": 4, "speculative_num_draft_tokens": 8}
+    text = "".join(json.dumps({**line, "server_info": server}) + "\n" for line in lines)
+    (run,) = read_runs(load_catalog(), [(SGLANG, text.encode())], RunProvenance(**LLAMA_SGLANG))
+    assert run.speculative_tokens == 4 and run.acceptance_rate == pytest.approx(rate_for_length(2.47, 4))

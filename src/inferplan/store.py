@@ -27,7 +27,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
-from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, UserRun
+from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun
 from inferplan.store_path import default_db_path
 
 SCHEMA = """
@@ -335,8 +335,9 @@ class Store:
     # --- the user's own measured runs (measurements/)
     def add_measurements(self, runs: list[MeasuredRun]) -> list[MeasuredRun]:
         """Store every run in one transaction: all of them, or none. A run stored already (the same
-        file, provenance and points) is refused (ConflictError) rather than stored twice, where it
-        would count twice wherever stored runs are used."""
+        provenance and points, whatever its file is named) is refused (ConflictError) rather than stored twice, where it
+        would count twice wherever stored runs are used; so is one holding a stored run's point beside new ones
+        (``_no_stored_point``)."""
         saved = []
         given: dict[str, str] = {}  # identity -> the file that gave it earlier in this import
         with self._write() as db:
@@ -355,6 +356,7 @@ class Store:
                                         field="file", located=True,  # the message starts with the file
                                         allowed=f"a run not stored yet, or delete run {same['id']} first to "
                                                 "import it again")
+                _no_stored_point(run, rows)
                 cur = db.execute("INSERT INTO measurements (model, accelerator, body, created) VALUES (?, ?, ?, ?)",
                                  (run.model, run.accelerator, run.model_dump_json(exclude={"id"}), _now()))
                 saved.append(run.model_copy(update={"id": cur.lastrowid}))
@@ -387,12 +389,41 @@ IDENTITY_POINT_FIELDS = {"concurrency", "input_tokens", "output_tokens", "ttft_s
                          "output_tokens_per_s_total", "requests_per_s", "prefill_tokens_per_s"}
 
 
+# what a result file the client appended more runs to states otherwise, beside its points: the date (vLLM's latest
+# run's; an SGLang file states none, so the day of the import) and the acceptance the server measured (since it started)
+APPENDED_FIELDS = {"id", "file", "points", "measured_on", "measured_acceptance", "acceptance_rate", "acceptance_origin"}
+
+
 def _run_identity(run: MeasuredRun) -> str:
-    """What makes two imports the same run: its file, provenance and the points' means (not where its acceptance rate
-    came from: a run stored before that was recorded, imported again, is the same run)."""
-    return json.dumps({**run.model_dump(mode="json", exclude={"id", "points", "acceptance_origin"}, exclude_none=True),
+    """What makes two imports the same run: its provenance and the points' means, not the file's name (a copy of the
+    file under another name measured nothing new) nor where its acceptance rate came from (a run stored before that
+    was recorded, imported again, is the same run)."""
+    return json.dumps({**run.model_dump(mode="json", exclude={"id", "file", "points", "acceptance_origin"}, exclude_none=True),
                        "points": [p.model_dump(mode="json", include=IDENTITY_POINT_FIELDS) for p in run.points]},
                       sort_keys=True)
+
+
+def _no_stored_point(run: MeasuredRun, rows: list[sqlite3.Row]) -> None:
+    """A run one of whose points a stored run of the same provenance holds already (every figure alike: the same
+    measurement) is refused naming both: a result file the client appended to after it was imported (SGLang's
+    bench_serving always appends) would count the stored point twice. What appending more runs changes is no new
+    provenance (``APPENDED_FIELDS``)."""
+    setup = run.model_dump(mode="json", exclude=APPENDED_FIELDS)
+    for row in rows:
+        stored = _measurement(row)
+        if stored.model_dump(mode="json", exclude=APPENDED_FIELDS) != setup:
+            continue
+        held = {_point_identity(p) for p in stored.points}
+        i, point = next(((i, p) for i, p in enumerate(run.points) if _point_identity(p) in held), (None, None))
+        if point is not None:
+            raise ConflictError(f"{run.file}: point {i + 1} (concurrency {point.concurrency}, {point.input_tokens}/"
+                                f"{point.output_tokens} tokens) is stored already in run {row['id']}",
+                                field="file", located=True, allowed=f"a file of points not stored yet (its new lines "
+                                f"alone), or delete run {row['id']} first to import the whole file")
+
+
+def _point_identity(point: MeasuredPoint) -> str:
+    return json.dumps(point.model_dump(mode="json", include=IDENTITY_POINT_FIELDS), sort_keys=True)
 
 
 def _measurement(row: sqlite3.Row) -> MeasuredRun:

@@ -11,17 +11,18 @@ their keys (docs/measurements.md has the sources):
   ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``; the acceptance the
   server measured, ``spec_decode_acceptance_length``, ``spec_decode_draft_tokens``, ``spec_decode_num_drafts``; the
   requests that failed, ``failed``).
-- ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
+- ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys, ``server_info``,
   and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length; no count of
   failed requests, but with ``--output-details`` ``errors``, one per request sent).
-- ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
+- ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
-  ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column).
+  ``LLAMA_LAUNCH_KEYS``, alike in all rows, among them ``split_mode``, the md table's ``sm`` column; one model in all rows).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``;
   AIPerf's ``error_request_count``, the requests that failed).
-- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``: ``mean``,
+- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``, TPOT from
+  ``inter_token_latency_ms``: ``mean``,
   ``median``, ``percentiles.p99``; ``request_totals``: ``errored`` and ``incomplete`` requests failed).
 - ``csv``: the documented CSV (``CSV_COLUMNS``; ``failed_requests``, the requests of a level that failed).
 """
@@ -31,13 +32,14 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Callable
+from typing import Callable
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.genai_perf_format import parse_genai_perf
-from inferplan.measurements.result_fields import (Parsed, bad_field, find_key, from_ms, iso_date, measured_point, read_count,
-                                                  read_json, read_number, text_of)
+from inferplan.measurements.guidellm_format import parse_guidellm
+from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
+                                                  read_count, read_json, read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.run_record import MeasuredPoint
 
@@ -51,12 +53,14 @@ CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests", "failed_r
 # the columns that measure something (a row needs one); the point's field -> its column, to name a bad figure
 CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests", "failed_requests"))
 CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
-MAX_POINTS = 10_000
 # the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
 # two rates may round alike): two points of one file at one level are refused (``_one_point_per_level``)
-ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench")
+ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench", "vllm")
 
 
+# what a guidellm report writes before its benchmarks: guidellm 0.4.0 its ``args``, starting with the ``target``
+# (GenerativeBenchmarksReport, benchmark/schemas/generative/report.py); later releases ``metadata.guidellm_version``
+_GUIDELLM_ARGS = re.compile(r'\{\s*"args"\s*:\s*\{\s*"target"\s*:')
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
 _MD_BUILD = re.compile(r"^build: ([0-9a-f]+) \((\d+)\)\s*$", re.MULTILINE)
 
@@ -103,6 +107,17 @@ def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:
     return found
 
 
+def _one_model(rows: list[dict], wheres: list[str], keys: tuple[str, ...] = ("model_filename", "model_type")) -> None:
+    """The rows of one file test one model: a row naming another (``llama-bench -m a.gguf -m b.gguf``) is refused
+    naming it, where its tests would be filed under the first row's model."""
+    for key in keys:
+        named = [(text_of(r.get(key)), where) for r, where in zip(rows, wheres) if text_of(r.get(key))]
+        other = next(((m, where) for m, where in named if m != named[0][0]), None)
+        if other is not None:
+            raise bad_field(f"{other[1]}{key}", f"{other[0]!r} here, {named[0][0]!r} in the first row: the rows test "
+                            "several models; import one file per model", "llama-bench")
+
+
 def _at_depth(where: str, depth: object) -> InvalidScenarioError:
     return bad_field(where, f"a test at a prefilled context depth ({depth} tokens, llama-bench -d) is not read as a "
                      "request's figures; import the tests at depth 0 (-d 0) in a file of their own", "llama-bench")
@@ -117,18 +132,33 @@ def parse_llama_bench(text: str) -> Parsed:
         points = [_llama_row(r if isinstance(r, dict) else {}, f"[{i}].") for i, r in enumerate(rows)]
         first = rows[0] if isinstance(rows[0], dict) else {}
         wheres = [f"[{i}]." for i in range(len(rows))]
+    elif stripped.startswith("{"):  # -o jsonl: a test's JSON object a line
+        rows, wheres = _jsonl_rows(text)
+        points = [_llama_row(r, where) for r, where in zip(rows, wheres)]
+        first = rows[0]
     elif stripped.startswith("|"):
         return _llama_markdown(text)
     else:
         rows = list(csv.DictReader(io.StringIO(text)))
         if not rows or "avg_ts" not in rows[0]:
-            raise bad_field("line 1", "expected llama-bench -o json, csv or md output", "llama-bench")
+            raise bad_field("line 1", "expected llama-bench -o json, jsonl, csv or md output", "llama-bench")
         points = [_llama_row(r, f"line {i + 2}: ") for i, r in enumerate(rows)]
         first = rows[0]
         wheres = [f"line {i + 2}: " for i in range(len(rows))]
     launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
+    _one_model([r if isinstance(r, dict) else {} for r in rows], wheres)
     return Parsed(points, places=wheres, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
                   date=iso_date(first.get("test_time")), **launch)
+
+
+def _jsonl_rows(text: str) -> tuple[list[dict], list[str]]:
+    """llama-bench ``-o jsonl``'s tests, each with its line: a JSON object a line, blank lines passed over."""
+    what = "llama-bench -o jsonl: one test per line"
+    lines = list(json_lines(text, "llama-bench", what))
+    bad = next((n for n, row in lines if not isinstance(row, dict)), None)
+    if bad is not None:
+        raise bad_field(f"line {bad}", f"not a JSON object ({what})", "llama-bench")
+    return [row for _, row in lines], [f"line {n}: " for n, _ in lines]
 
 
 def _llama_model(row: dict) -> dict[str, str | None]:
@@ -170,89 +200,12 @@ def _llama_markdown(text: str) -> Parsed:
         wheres.append(f"line {n}: ")
     if not points:
         raise bad_field("line 3", "no test rows", "llama-bench")
+    _one_model([{"model": line.strip().strip("|").split("|")[header.index("model")].strip()} if "model" in header else {}
+                for line in lines[2:]], wheres, ("model",))
     build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
     version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
     return Parsed(points, places=wheres, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
                   **_llama_launch(launches, wheres))
-
-
-def _mean(metrics: dict, key: str, where: str, *, required: bool = True, stat: str = "mean") -> float | None:
-    block = metrics.get(key)
-    successful = block.get("successful") if isinstance(block, dict) else None
-    if not isinstance(successful, dict):
-        if required:
-            raise bad_field(f"{where}{key}.successful", "missing", "guidellm")
-        return None
-    if stat == "p99":  # guidellm keeps percentiles apart: ``successful.percentiles.p99``
-        percentiles = successful.get("percentiles")
-        if percentiles is not None and not isinstance(percentiles, dict):
-            raise bad_field(f"{where}{key}.successful.percentiles", "expected {p50, p99 ...}", "guidellm")
-        return read_number(percentiles or {}, "p99", "guidellm", f"{where}{key}.successful.percentiles.", required=False)
-    return read_number(successful, stat, "guidellm", f"{where}{key}.successful.", required=required)
-
-
-# the point's percentile -> guidellm's metric and statistic, read for a run of concurrent streams
-# (``args.strategy.type_`` concurrent or synchronous: the closed loop the planner models)
-GUIDELLM_TAILS = {"ttft_p50_s": ("time_to_first_token_ms", "median"), "ttft_p99_s": ("time_to_first_token_ms", "p99"),
-                  "tpot_p50_s": ("time_per_output_token_ms", "median"), "tpot_p99_s": ("time_per_output_token_ms", "p99")}
-
-
-# the point's field -> the figure it is read from, to name one out of the point's range
-GUIDELLM_KEYS = {"concurrency": "args.strategy.streams", "input_tokens": "prompt_token_count.successful.mean",
-                 "output_tokens": "output_token_count.successful.mean",
-                 **{field: f"{key}.successful.mean" for field, key in (
-                     ("ttft_s", "time_to_first_token_ms"), ("tpot_s", "time_per_output_token_ms"),
-                     ("output_tokens_per_s_total", "output_tokens_per_second"), ("requests_per_s", "requests_per_second"))},
-                 **{field: f"{key}.successful.{'percentiles.p99' if stat == 'p99' else stat}"
-                    for field, (key, stat) in GUIDELLM_TAILS.items()}}
-
-
-def _guidellm_tails(b: dict, metrics: dict, where: str) -> dict[str, Any]:
-    strategy = b.get("args", {}).get("strategy") if isinstance(b.get("args"), dict) else None
-    if not isinstance(strategy, dict) or strategy.get("type_") not in ("concurrent", "synchronous"):
-        return {}
-    return {field: from_ms(_mean(metrics, key, where, required=False, stat=stat)) for field, (key, stat) in GUIDELLM_TAILS.items()}
-
-
-def parse_guidellm(text: str) -> Parsed:
-    data = read_json(text, "guidellm")
-    benchmarks = data.get("benchmarks") if isinstance(data, dict) else None
-    if not isinstance(benchmarks, list) or not benchmarks:
-        raise bad_field("benchmarks", "missing or empty", "guidellm")
-    points = []
-    for i, b in enumerate(benchmarks):
-        where = f"benchmarks[{i}]."
-        metrics = b.get("metrics") if isinstance(b, dict) else None
-        if not isinstance(metrics, dict):
-            raise bad_field(f"{where}metrics", "missing", "guidellm")
-        failed = _guidellm_failed(b, where)
-        streams = find_key(b.get("args", {}), "streams")
-        if streams is None:
-            streams = _mean(metrics, "request_concurrency", where)
-        concurrency = max(1, round(read_number({"streams": streams}, "streams", "guidellm", f"{where}args.strategy.")))
-        points.append(measured_point(where, "guidellm", GUIDELLM_KEYS, concurrency=concurrency,
-                                     input_tokens=round(_mean(metrics, "prompt_token_count", where)),
-                                     output_tokens=round(_mean(metrics, "output_token_count", where)),
-                                     ttft_s=from_ms(_mean(metrics, "time_to_first_token_ms", where)),
-                                     tpot_s=from_ms(_mean(metrics, "time_per_output_token_ms", where)),
-                                     output_tokens_per_s_total=_mean(metrics, "output_tokens_per_second", where),
-                                     requests_per_s=_mean(metrics, "requests_per_second", where, required=False),
-                                     failed_requests=failed, **_guidellm_tails(b, metrics, where)))
-    return Parsed(points)
-
-
-def _guidellm_failed(b: dict, where: str) -> int | None:
-    """A benchmark's requests that failed, ``request_totals.errored`` + ``incomplete`` (None: the report counts none); a
-    benchmark with none ``successful`` is refused naming it: it measured nothing."""
-    totals = b.get("request_totals")
-    if not isinstance(totals, dict):
-        return None
-    at = f"{where}request_totals."
-    failed = sum(read_count(totals, key, "guidellm", at, required=False) or 0 for key in ("errored", "incomplete"))
-    if read_count(totals, "successful", "guidellm", at, required=False) == 0:
-        raise bad_field(f"{at}successful", f"no request completed ({failed} errored or incomplete): a benchmark none of "
-                        "whose requests completed measured nothing", "guidellm")
-    return failed
 
 
 def parse_csv(text: str) -> Parsed:
@@ -317,21 +270,27 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
 
 
 # keys SGLang's bench_serving result writes and vLLM's does not (vLLM: ``mean_e2el_ms``; python/sglang/bench_serving.py)
-SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
+# and ``sharegpt_output_len``, among the arguments it writes before the server's ``server_info``, whose dump of the
+# server's arguments can push the figures past the first bytes
+SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "sharegpt_output_len")
+# keys vLLM's result writes first and SGLang's does not (vllm/benchmarks/serve.py: ``endpoint_type``, ``tokenizer_id``)
+VLLM_ONLY_KEYS = ("endpoint_type", "tokenizer_id")
 
 
 def guess_format(name: str, text: str) -> str:
     """The format a file is in, from its name and first bytes (``--format`` says it outright); a compression's
     ending (``.gz``, ``.xz`` …) is passed over, its text being the decompressed file's."""
     lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
+    if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
+        return "llama-bench"  # before the .jsonl ending: llama-bench -o jsonl writes one too
+    if head.startswith("{") and any(f'"{key}"' in head for key in VLLM_ONLY_KEYS):
+        return "vllm"  # before the .jsonl ending: an --append-result file may be named so
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
         return "genai-perf"
-    if '"benchmarks"' in head:
-        return "guidellm"
-    if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
-        return "llama-bench"
+    if '"benchmarks"' in head or '"guidellm_version"' in head or _GUIDELLM_ARGS.match(head):
+        return "guidellm"  # the run's settings can push the benchmarks past the first bytes (``_GUIDELLM_ARGS``)
     if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
         return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
     if head.startswith("{") and ('"mean_ttft_ms"' in head or '"output_throughput"' in head):

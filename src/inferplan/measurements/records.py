@@ -232,6 +232,11 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     """The run the file and the user's statements describe: what the user states wins over what the
     file states (its model, weight format, tensor parallel size), which wins over the defaults."""
     meta = parsed.meta
+    _server_layout_agrees(name, meta, given)
+    given = given.model_copy(update={  # the layout and CUDA graphs a file states (SGLang's server_info), unless stated
+        "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
+        "data_parallel_size": given.data_parallel_size or _file_replicas(meta),
+        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true"})
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)
@@ -255,6 +260,17 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
                                       | _file_launch(catalog, meta, given, engine, spec)
                                       | file_acceptance(meta, given.speculative_tokens)))
+
+
+def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance) -> None:
+    """A stated tensor, pipeline or data parallel size the server itself reported otherwise (SGLang's ``server_info``, its
+    resolved arguments) is refused naming both: the run would be stored as a launch that did not run."""
+    for field in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        key, stated = meta.get(f"{field}_field", ""), getattr(given, field)
+        reported = _file_replicas(meta) if field == "data_parallel_size" else _file_int(meta, field)
+        if key.startswith("server_info.") and None not in (stated, reported) and stated != reported:
+            raise InvalidScenarioError(f"{name}: stated {field} {stated}, but the server reported {key} {meta[field]}",
+                                       field=field, allowed=f"leave it out, or what the server reported ({meta[field]})")
 
 
 def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
@@ -368,6 +384,13 @@ def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:
     if field == "model_type":  # llama-bench: llama.cpp's file type name
         return ftype_quantization(catalog, meta["quantization"], field)
     return catalog.quantization(meta["quantization"], field).id
+
+
+def _file_replicas(meta: dict[str, str]) -> int | None:
+    """The data-parallel replicas a file states (SGLang's ``server_info.dp_size``), when more than one: one replica
+    is what a run of GPUs = TP x PP is anyway, and a router in front of separate servers reports its one."""
+    replicas = _file_int(meta, "data_parallel_size")
+    return replicas if replicas and replicas > 1 else None
 
 
 def _file_int(meta: dict[str, str], key: str) -> int | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
@@ -15,6 +15,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.performance.run_record import MeasuredPoint
 
 MS = 1e-3
+MAX_POINTS = 10_000  # the most points one file may give
 
 
 class Parsed:
@@ -81,6 +82,19 @@ def read_json(text: str, fmt: str) -> Any:
     except (json.JSONDecodeError, RecursionError) as exc:
         line = getattr(exc, "lineno", 1)
         raise bad_field(f"line {line}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})", fmt) from None
+
+
+def json_lines(text: str, fmt: str, what: str) -> Iterator[tuple[int, Any]]:
+    """A JSON-lines file's documents in order, each with its line number, blank lines passed over; a line that is not
+    JSON is refused naming it when it is reached (``what``: what a line holds, "one run per line")."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            document = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            raise bad_field(f"line {n}", f"not a JSON object ({what})", fmt) from None
+        yield n, document
 
 
 def from_ms(value: float | None) -> float | None:

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, measured_point, read_count, read_json,
-                                                  read_number, text_of)
+from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
+                                                  read_count, read_json, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
@@ -31,7 +31,7 @@ SERVING_KEYS = {"input_tokens": "total_input_tokens", "output_tokens": "total_ou
 def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     """A vLLM or SGLang serving run: per-request lengths are the totals over completed requests."""
     if not isinstance(run, dict):
-        raise bad_field(where or "line 1", "expected a JSON object", fmt)
+        raise bad_field(where.removesuffix(": ") or "line 1", "expected a JSON object", fmt)
     completed = read_count(run, "completed", fmt, where)
     failed = _failed(run, fmt, where)
     if not completed:
@@ -78,10 +78,8 @@ def _requests_key(run: dict) -> str:
 
 def _concurrency_key(run: dict) -> str:
     """The key the point's concurrency is read from (``_concurrency``)."""
-    if run.get("max_concurrency"):
-        return "max_concurrency"
     if _unlimited(run.get("request_rate")):
-        return _requests_key(run)
+        return "max_concurrency" if run.get("max_concurrency") else _requests_key(run)
     return "concurrency" if run.get("concurrency") is not None else "request_throughput"
 
 
@@ -91,13 +89,22 @@ def _concurrency(run: dict, fmt: str, where: str, sent: float, output_tokens: in
     request rate has its mean in flight by Little's law — SGLang's own ``concurrency`` (the summed
     end-to-end latencies over the run's duration), else completed requests per second × mean
     end-to-end latency (vLLM's ``mean_e2el_ms``; without it mean TTFT + mean TPOT × (output tokens − 1),
-    exact when every request has the same output length). Neither a cap nor a rate: refused."""
-    if run.get("max_concurrency"):  # 0 or null: no cap, as the clients read it
-        return read_count(run, "max_concurrency", fmt, where)
+    exact when every request has the same output length). A cap beside a request rate bounds the mean in flight, which
+    a rate too low to reach the cap keeps under it (``--request-rate 2 --max-concurrency 64``). Neither a cap nor a
+    rate: refused."""
+    cap = read_count(run, "max_concurrency", fmt, where) if run.get("max_concurrency") else None  # 0 or null: no cap
+    if cap is not None and _unlimited(run.get("request_rate")):
+        return cap
     if run.get("request_rate") is None:
         raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
     if _unlimited(run.get("request_rate")):
         return round(_requests(run, fmt, where, sent))
+    in_flight = _mean_in_flight(run, fmt, where, output_tokens)
+    return max(1, min(cap, in_flight) if cap is not None else in_flight)
+
+
+def _mean_in_flight(run: dict, fmt: str, where: str, output_tokens: int) -> int:
+    """The run's mean requests in flight by Little's law, rounded (``_concurrency``)."""
     if run.get("concurrency") is not None:
         in_flight = read_number(run, "concurrency", fmt, where)
     else:
@@ -105,7 +112,7 @@ def _concurrency(run: dict, fmt: str, where: str, sent: float, output_tokens: in
         if e2e_ms is None:
             e2e_ms = read_number(run, "mean_ttft_ms", fmt, where) + read_number(run, "mean_tpot_ms", fmt, where) * max(output_tokens - 1, 0)
         in_flight = read_number(run, "request_throughput", fmt, where) * from_ms(e2e_ms)
-    return max(1, round(in_flight))
+    return round(in_flight)
 
 
 def _serving_tails(run: dict, fmt: str, where: str, sent: float) -> dict[str, Any]:
@@ -141,10 +148,62 @@ def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
 
 
 def parse_vllm(text: str) -> Parsed:
-    run = read_json(text, "vllm")
-    point = _serving_point(run, "vllm", "")
-    return Parsed([point], model=text_of(run.get("model_id")), model_field="model_id", date=iso_date(run.get("date")),
-                  **_stated_deployment(run), **measured_acceptance(run, "vllm", ""))
+    """One ``vllm bench serve`` result, or the several that ``--append-result`` writes into one file (a JSON object
+    a line): one point each, of one server, so the model and deployment every run names must agree."""
+    runs = _vllm_runs(text)
+    if len(runs) == 1:
+        run = runs[0][1]
+        return Parsed([_serving_point(run, "vllm", "")], model=text_of(run.get("model_id")), model_field="model_id",
+                      date=iso_date(run.get("date")), **_stated_deployment(run), **measured_acceptance(run, "vllm", ""))
+    wheres = [f"line {line}: " for line, _ in runs]
+    points = [_serving_point(run, "vllm", where) for (_, run), where in zip(runs, wheres)]
+    first = runs[0][1] if isinstance(runs[0][1], dict) else {}
+    for (_, run), where in zip(runs[1:], wheres[1:]):
+        for key in ("model_id", *(k for keys in METADATA_KEYS.values() for k in keys)):
+            if run.get(key) != first.get(key):
+                raise bad_field(f"{where}{key}", f"{run.get(key)!r} here, {first.get(key)!r} on the first line: the "
+                                "results are of several deployments; import one file per deployment", "vllm")
+    dates = sorted(d for d in (iso_date(run.get("date")) for _, run in runs) if d)
+    return Parsed(points, places=wheres, model=text_of(first.get("model_id")), model_field="model_id",
+                  date=dates[-1] if dates else None, **_stated_deployment(first),
+                  **_pooled_acceptance([run for _, run in runs], wheres))
+
+
+def _vllm_runs(text: str) -> list[tuple[int, Any]]:
+    """The JSON documents of a vLLM result file, each with the line it starts on: ``--append-result`` writes a
+    newline and the next result after the ones already there."""
+    decoder, runs, at, line, counted = json.JSONDecoder(), [], 0, 1, 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text) and runs:
+            return runs
+        line, counted = line + text.count("\n", counted, at), at  # newlines counted once, up to where a result starts
+        try:
+            run, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if not runs:  # the file's own error, as a single result's
+                read_json(text, "vllm")
+            raise bad_field(f"line {getattr(exc, 'lineno', line)}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})",
+                            "vllm") from None
+        runs.append((line, run))
+        if len(runs) > MAX_POINTS:
+            raise bad_field(f"line {line}", f"more than {MAX_POINTS:,} results", "vllm")
+        at = end
+
+
+def _pooled_acceptance(runs: list[Any], wheres: list[str]) -> dict[str, object]:
+    """The acceptance the server measured over the appended runs that save one: each run's accepted tokens per draft
+    step (its length − 1) weighted by its draft steps, and its draft tokens summed over the steps."""
+    found = [(measured_acceptance(run, "vllm", where), run) for run, where in zip(runs, wheres)]
+    found = [(m, run) for m, run in found if m]
+    if len(found) < 2:
+        return found[0][0] if found else {}
+    keys = acceptance_keys()["vllm"]
+    steps = sum(float(run[keys.drafts]) for _, run in found)
+    accepted = sum((float(m["acceptance_length"]) - 1) * float(run[keys.drafts]) for m, run in found)
+    return {**found[0][0], "acceptance_length": 1 + accepted / steps, "acceptance_over": "the file's runs together",
+            "draft_tokens_per_step": sum(float(run[keys.draft_tokens]) for _, run in found) / steps}
 
 
 # keys ``vllm bench serve --metadata KEY=VALUE ...`` adds to the result for the server's settings
@@ -180,6 +239,7 @@ class AcceptanceKeys(BaseModel):
     length: str  # the acceptance length: tokens a verify step keeps, the bonus token counted
     draft_tokens: str | None = None  # draft tokens proposed, and
     drafts: str | None = None  # draft steps: their quotient is the draft tokens per step (None: the file saves none)
+    server_steps: dict[str, str] = {}  # speculative algorithm -> the server_info key of its draft tokens per step
     over: str  # what the figure is an average over
     source: str
 
@@ -212,19 +272,74 @@ def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
 def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
-    points, places, model, backend, acceptance = [], [], None, None, {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            run = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            raise bad_field(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
+    points, places, model, backend, acceptance, server, drafted = [], [], None, None, {}, {}, {}
+    for n, run in json_lines(text, "sglang", "one run per line"):
         points.append(_serving_point(run, "sglang", f"line {n}: "))
         places.append(f"line {n}")
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
         acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
+        drafted = _server_draft_tokens(run) or drafted
+        server = _one_server(server, _server_info(run), f"line {n}: ")
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
-    return Parsed(points, places=places, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)
+    named = {"model": model, "model_field": "model_id"} if model else {}
+    acceptance = acceptance | drafted if acceptance else {}
+    return Parsed(points, places=places, **(server | named), engine=_client_backends().get(backend or ""), **acceptance)
+
+
+def _server_draft_tokens(run: Any) -> dict[str, object]:
+    """The draft tokens per step the server was started with, as a line's ``server_info`` states them for its
+    speculative algorithm (``clients.yaml`` ``server_steps``); {} where it states none."""
+    info = run.get("server_info") if isinstance(run, dict) else None
+    if not isinstance(info, dict):
+        return {}
+    key = acceptance_keys()["sglang"].server_steps.get(str(info.get("speculative_algorithm") or "").upper())
+    value = info.get(key) if key else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return {"draft_tokens_per_step": float(value), "draft_tokens_per_step_field": f"server_info.{key}"}
+    return {}
+
+
+# what SGLang's ``/server_info``, which bench_serving saves as ``server_info``, states of the deployment: the field it
+# fills -> the server argument (its resolved value; python/sglang/srt/utils/common.py ``build_server_info``)
+SGLANG_SERVER_KEYS = {"model": "model_path", "engine_version": "version", "tensor_parallel_size": "tp_size",
+                      "pipeline_parallel_size": "pp_size", "data_parallel_size": "dp_size", "quantization": "quantization",
+                      "enforce_eager": "disable_cuda_graph"}
+
+
+def _server_info(run: Any) -> dict[str, str]:
+    """The deployment a line's ``server_info`` states (each value with its key as ``<field>_field``); {} where the
+    client saved none (the server answered no ``/server_info``)."""
+    info = run.get("server_info") if isinstance(run, dict) else None
+    if not isinstance(info, dict):
+        return {}
+    stated: dict[str, str] = {}
+    for field, key in SGLANG_SERVER_KEYS.items():
+        value = info.get(key)
+        if key == "dp_size" and info.get("enable_dp_attention") is True and "attn_dp_size" not in info:
+            continue  # a release before attn_dp_size: dp_size with DP attention splits attention inside the TP group
+        if value is True:  # a switch on (disable_cuda_graph): no CUDA graphs, as --enforce-eager states it
+            stated |= {field: "true", f"{field}_field": f"server_info.{key}"}
+        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
+    return stated | _graphs_disabled(info)
+
+
+def _graphs_disabled(info: dict) -> dict[str, str]:
+    """CUDA graphs off as the resolved ``cuda_graph_config`` states it (SGLang 0.5.23 on: its decode backend
+    "disabled", whichever flag set it: python/sglang/srt/arg_groups/cuda_graph_hook.py)."""
+    graphs = info.get("cuda_graph_config")
+    decode = graphs.get("decode") if isinstance(graphs, dict) else None
+    if isinstance(decode, dict) and decode.get("backend") == "disabled":
+        return {"enforce_eager": "true", "enforce_eager_field": "server_info.cuda_graph_config.decode.backend"}
+    return {}
+
+
+def _one_server(first: dict[str, str], line: dict[str, str], where: str) -> dict[str, str]:
+    """The lines of one file are runs of one server: a line whose ``server_info`` states another is refused."""
+    for field, value in line.items():
+        if field in first and not field.endswith("_field") and first[field] != value:
+            raise bad_field(f"{where}{line[f'{field}_field']}", f"{value!r} here, {first[field]!r} on an earlier line: "
+                            "the runs are of several servers; import one file per deployment", "sglang")
+    return first or line
