@@ -65,7 +65,9 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     pick = first["scenario"]
     assert (sent["model"], sent["engine"], sent["quantization"]) == (pick["model"], pick["engine"], pick["quantization"])
     assert {k: sent["platform"][k] for k in pick["platform"]} == pick["platform"]
-    assert sent["cell"]["tensor_parallel_size"] == pick["cell"]["tensor_parallel_size"]
+    # the whole cell, its running cap included: the simulator launches the row's command
+    assert sent["cell"] == pick["cell"] and pick["cell"]["max_num_seqs"] == got["max_num_seqs_per_rank"]
+    assert " ".join(page.text_content("#launch-command").split()) == " ".join(first["deploy"].split())
     # the pick's replicas and load reach the simulator: its systems and capex, not a preset's sizing
     assert (sent["replicas"], sent["workload"], sent["target_users"]) == (pick["replicas"], pick["workload"], 200)
     cards = test_browser.card_values(page)

@@ -56,6 +56,32 @@ def test_a_bought_pick_plans_to_its_systems_capex_and_cost(catalog, bought):
         _same_as_the_pick(r, plan(s, catalog))
 
 
+def test_a_pick_plans_with_its_running_cap(catalog, bought):
+    """The pick's cell runs at most its ``max_num_seqs`` per rank, as its launch states: the plan's cell has that
+    many engine slots, runs no more requests than that, and its launch command states the cap."""
+    from inferplan.report.views import PlanRequest, plan_view
+
+    for r in bought.results:
+        s = Scenario.model_validate(r.scenario)
+        assert s.cell.max_num_seqs == r.max_num_seqs_per_rank
+        cell = plan(s, catalog).capacity.cell
+        assert cell.engine_slots == r.max_num_seqs_per_rank * r.data_parallel_size
+        assert cell.concurrency_at_target <= cell.engine_slots
+    first = bought.results[0]
+    launch = plan_view(PlanRequest(scenario=first.scenario, draws=0), catalog).deploy
+    assert f"--max-num-seqs {first.max_num_seqs_per_rank} " in launch
+
+
+def test_a_prefill_pool_states_no_running_cap():
+    """A prefill instance is launched with the engine's own cap (deploy/pools_plan.py): a stated one is refused."""
+    from pydantic import ValidationError
+
+    pick = {"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+            "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 2, "max_num_seqs": 8}}}
+    with pytest.raises(ValidationError, match="leave out max_num_seqs"):
+        Scenario.model_validate(pick)
+
+
 def test_a_rented_pick_without_a_purchase_price_plans_on_its_rent_route(catalog):
     res = search(SearchRequest(**ASPECTS, users=100, workload="chat-seat", accelerators=("h100-sxm",), pricing="rent",
                                targets=Targets(ttft_p95_s=2.0)), catalog)

@@ -62,6 +62,9 @@ class Cell(Input):
         "attention data-parallel ranks inside the cell: with expert parallelism, or sharing a mixture-of-experts "
         "model's experts over TP x DP where the engine's MoE layers do (vLLM)"))
     enable_expert_parallel: bool = Field(False, description="a mixture-of-experts model's experts spread over all the cell's GPUs")
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "sequences one instance runs at once, per data-parallel rank, as its launch states them (a search's pick "
+        "states its cap); left out: the engine's own"))
 
     @property
     def gpus(self) -> int:
@@ -79,7 +82,9 @@ class PrefillPool(Input):
 
     @field_validator("cell")
     @classmethod
-    def _prefill_ranks_expert_parallel(cls, cell: Cell) -> Cell:
+    def _as_a_prefill_instance_launches(cls, cell: Cell) -> Cell:
+        if cell.max_num_seqs is not None:  # as deploy/pools_plan.py launches it: the engine's own cap
+            raise ValueError("a prefill instance runs the engine's own running cap: leave out max_num_seqs")
         if cell.data_parallel_size > 1 and not cell.enable_expert_parallel:  # as deploy/pools_plan.py launches it
             raise ValueError("a prefill instance's data_parallel_size above 1 needs enable_expert_parallel: true")
         return cell
