@@ -12,12 +12,15 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
 
+from pydantic_core import PydanticCustomError
+
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.inputs import Input, SafeName, stored
 from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
 from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS, no_default_acceptance
+from inferplan.units import plain_number
 
 
 class Platform(Input):
@@ -37,9 +40,14 @@ class Platform(Input):
     @field_validator("quote_usd_per_system", "power_w_per_system")
     @classmethod
     def _at_least_one(cls, value: float | None, info: ValidationInfo) -> float | None:
-        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite
+        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite; the field's own
+        # bound (above 0) stays for scenarios stored before, so the allowed values are said here
         if value is not None and value < 1 and not stored(info):
-            raise ValueError("must be at least 1 (USD per system, W per system)")
+            most = cls.model_fields[info.field_name].metadata
+            top = next(m.le for m in most if getattr(m, "le", None) is not None)
+            unit = "USD per system" if info.field_name.startswith("quote") else "W per system"
+            raise PydanticCustomError("greater_than_equal", "must be at least 1 ({unit})",
+                                      {"unit": unit, "allowed": f"a number at least 1 and at most {plain_number(top)}"})
         return value
 
     @model_validator(mode="after")
