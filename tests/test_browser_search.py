@@ -19,6 +19,17 @@ def searched(pg, previous=None):
     return pg.evaluate("document.body.dataset.searched")
 
 
+def small_h100_search(pg, server, users):
+    """The page opened and a small search set up: Qwen3-8B for ``users`` users on H100 SXM with vLLM, the best 3."""
+    pg.goto(server + "/")
+    planned(pg)
+    pg.select_option("#search-model", "qwen3-8b")
+    pg.fill("#search-users", str(users))
+    pg.fill("#search-top", "3")
+    pg.select_option("#search-accelerators", ["h100-sxm"])
+    pg.select_option("#search-engines", ["vllm"])
+
+
 def refusals_only(pg):
     """The page's only console problems are the server's refusals (status 422) the test asked for; cleared."""
     assert all("status of 422" in p for p in pg.problems), pg.problems

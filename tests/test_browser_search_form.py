@@ -9,7 +9,7 @@ import pytest
 import test_browser
 from test_browser import planned
 from test_browser_polish import DETACHED_LABELS
-from test_browser_search import refusals_only, searched
+from test_browser_search import refusals_only, searched, small_h100_search
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
@@ -124,13 +124,7 @@ def test_every_chart_has_an_accessible_name_of_its_own(page, server):
 def test_keyboard_focus_goes_to_the_refused_control_and_back_to_the_search_button(page, server):
     """The search button is disabled while a search runs, which drops its focus to the page's top: a refusal
     puts focus on the control to mend, and an answer gives it back to the button, so Tab goes on from there."""
-    page.goto(server + "/")
-    planned(page)
-    page.select_option("#search-model", "qwen3-8b")
-    page.fill("#search-users", "50")
-    page.fill("#search-top", "3")
-    page.select_option("#search-accelerators", ["h100-sxm"])
-    page.select_option("#search-engines", ["vllm"])
+    small_h100_search(page, server, 50)
     page.fill("#search-ttft-p95", "0")  # the form lets 0 through; the server wants more than 0
     page.focus("#search-run")
     page.keyboard.press("Enter")
