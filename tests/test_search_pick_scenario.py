@@ -72,6 +72,27 @@ def test_a_pick_plans_with_its_running_cap(catalog, bought):
     assert f"--max-num-seqs {first.max_num_seqs_per_rank} " in launch
 
 
+def test_a_capped_cells_memory_is_its_fit_at_that_cap(catalog):
+    """The memory card, its summary and /api/views/memory of a cell started with ``max_num_seqs`` are ``fit`` at
+    that cap, as the cell's sizing and launch are: a cap of 16 leaves vLLM more KV cache than its own 1,024."""
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import fit
+    from inferplan.report.views import PlanRequest, memory_view, plan_view
+
+    s = Scenario.model_validate({"model": "llama-3.1-70b-instruct", "quantization": "fp8",
+                                 "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 1, "max_num_seqs": 16}})
+    view = plan_view(PlanRequest(scenario=s, draws=0), catalog)
+    d = dict(model=s.model, gpu="h100-sxm", quantization="fp8", tensor_parallel_size=1, gpus=1,
+             max_model_len=view.memory.max_model_len)
+    capped, own = fit(Deployment(**d, max_num_seqs=16), catalog), fit(Deployment(**d), catalog)
+    assert capped.kv_cache_bytes_per_gpu > own.kv_cache_bytes_per_gpu
+    for memory in (view.memory, memory_view(s, catalog).memory):
+        assert memory.kv_cache_bytes_per_gpu == capped.kv_cache_bytes_per_gpu
+        assert memory.total_max_concurrency == capped.total_max_concurrency
+    assert int(capped.total_max_concurrency) == view.result.capacity.cell.kv_max_concurrency
+    assert f"{capped.total_max_concurrency:,.1f} requests of" in view.memory_summary
+
+
 def test_a_prefill_pool_states_no_running_cap():
     """A prefill instance is launched with the engine's own cap (deploy/pools_plan.py): a stated one is refused."""
     from pydantic import ValidationError
