@@ -103,6 +103,17 @@ def test_a_prefill_pool_states_no_running_cap():
         Scenario.model_validate(pick)
 
 
+def test_a_prefill_instance_is_checked_at_the_engines_own_cap_not_the_decode_cells(catalog):
+    """The decode cell's cap (4,096 here: its per-sequence sampler memory leaves TP 1 no room beside 70B fp8 weights)
+    is no prefill instance's: one is launched with the engine's own cap and is checked to fit as launched."""
+    s = Scenario.model_validate({
+        "model": "llama-3.1-70b-instruct", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+        "cell": {"tensor_parallel_size": 4, "max_num_seqs": 4096}, "replicas": 1,
+        "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 1}}})
+    p = plan(s, catalog)
+    assert p.capacity.cell.stated_max_num_seqs == 4096 and p.systems == 1
+
+
 def test_a_rented_pick_without_a_purchase_price_plans_on_its_rent_route(catalog):
     res = search(SearchRequest(**ASPECTS, users=100, workload="chat-seat", accelerators=("h100-sxm",), pricing="rent",
                                targets=Targets(ttft_p95_s=2.0)), catalog)
