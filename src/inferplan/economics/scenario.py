@@ -8,7 +8,7 @@ it from a YAML file and checks the catalogue ids it names.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
 
@@ -37,12 +37,13 @@ class Platform(Input):
         None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
         description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
-    @field_validator("quote_usd_per_system", "power_w_per_system")
+    @field_validator("quote_usd_per_system", "power_w_per_system", mode="before")
     @classmethod
-    def _at_least_one(cls, value: float | None, info: ValidationInfo) -> float | None:
+    def _at_least_one(cls, value: Any, info: ValidationInfo) -> Any:
         # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite; the field's own
-        # bound (above 0) stays for scenarios stored before, so the allowed values are said here
-        if value is not None and value < 1 and not stored(info):
+        # bound (above 0) stays for scenarios stored before, so the allowed values are said here, before that
+        # bound refuses 0 and below as "more than 0"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1 and not stored(info):
             most = cls.model_fields[info.field_name].metadata
             top = next(m.le for m in most if getattr(m, "le", None) is not None)
             unit = "USD per system" if info.field_name.startswith("quote") else "W per system"
