@@ -93,14 +93,20 @@ def test_a_capped_cells_memory_is_its_fit_at_that_cap(catalog):
     assert f"{capped.total_max_concurrency:,.1f} requests of" in view.memory_summary
 
 
-def test_a_prefill_pool_states_no_running_cap():
-    """A prefill instance is launched with the engine's own cap (deploy/pools_plan.py): a stated one is refused."""
+def test_a_prefill_pool_states_no_running_cap(tmp_path):
+    """A prefill instance is launched with the engine's own cap (deploy/pools_plan.py): a stated one, 0 included, is
+    refused at its key, with what is allowed there (left out), not the cell's keys."""
     from pydantic import ValidationError
 
-    pick = {"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
-            "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 2, "max_num_seqs": 8}}}
-    with pytest.raises(ValidationError, match="leave out max_num_seqs"):
-        Scenario.model_validate(pick)
+    client = TestClient(create_app(tmp_path / "t.db"))
+    for cap in (8, 0):
+        pick = {"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+                "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 2, "max_num_seqs": cap}}}
+        with pytest.raises(ValidationError, match="leave out max_num_seqs"):
+            Scenario.model_validate(pick)
+        error = client.post("/api/plan", json={"scenario": pick, "draws": 0}).json()["error"]
+        assert error["field"] == "scenario.prefill_pool.cell.max_num_seqs", error
+        assert error["allowed"] == "left out: the engine's own cap", error
 
 
 def test_a_prefill_instance_is_checked_at_the_engines_own_cap_not_the_decode_cells(catalog):

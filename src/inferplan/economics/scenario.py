@@ -80,6 +80,18 @@ class Cell(Input):
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
 
+class PrefillCell(Cell):
+    """One prefill instance's layout: launched at the engine's own running cap (deploy/pools_plan.py)."""
+
+    @field_validator("max_num_seqs", mode="before")
+    @classmethod
+    def _engines_own_cap(cls, value: Any) -> Any:
+        if value is not None:  # any stated cap, 0 included: not the field's bounds, which are the decode cell's
+            raise PydanticCustomError("prefill_running_cap", "a prefill instance runs the engine's own running cap: "
+                                      "leave out max_num_seqs", {"allowed": "left out: the engine's own cap"})
+        return value
+
+
 class PrefillPool(Input):
     """Separate prefill and decode pools (a search's disaggregated pick): the prefill instances that run
     beside the replica cells, which are then the decode pool. They run on the scenario's platform in
@@ -87,13 +99,11 @@ class PrefillPool(Input):
     decode pool's."""
 
     instances: int = Field(ge=1, le=1_000_000, description="prefill engine instances")
-    cell: Cell = Field(description="one prefill instance's layout")
+    cell: PrefillCell = Field(description="one prefill instance's layout")
 
     @field_validator("cell")
     @classmethod
-    def _as_a_prefill_instance_launches(cls, cell: Cell) -> Cell:
-        if cell.max_num_seqs is not None:  # as deploy/pools_plan.py launches it: the engine's own cap
-            raise ValueError("a prefill instance runs the engine's own running cap: leave out max_num_seqs")
+    def _prefill_ranks_expert_parallel(cls, cell: PrefillCell) -> PrefillCell:
         if cell.data_parallel_size > 1 and not cell.enable_expert_parallel:  # as deploy/pools_plan.py launches it
             raise ValueError("a prefill instance's data_parallel_size above 1 needs enable_expert_parallel: true")
         return cell
