@@ -143,6 +143,15 @@ def test_a_quote_needs_a_real_price_a_past_date_a_vendor_and_numbers_not_text(cl
     scenario = {**SCENARIO, "platform": {"system": "hgx-h100", "power_w_per_system": 1e-300}}
     r = client.post("/api/plan", json={"scenario": scenario, "draws": 0})  # was Infinity tokens/s per MW
     assert r.status_code == 422 and loc(r)[-1] == "power_w_per_system"
+    # what is allowed agrees with the refusal: at least 1, not the field's stored-rows bound of "more than 0"
+    assert r.json()["detail"][0]["allowed"] == "a number at least 1 and at most 100,000,000"
+    for under in (0.5, 0, -3):  # 0 and below too: not the field's "more than 0"
+        for key, top in (("quote_usd_per_system", "10,000,000,000"), ("power_w_per_system", "100,000,000")):
+            scenario = {**SCENARIO, "platform": {"system": "hgx-h100", key: under}}
+            r = client.post("/api/plan", json={"scenario": scenario, "draws": 0})
+            item = r.json()["detail"][0]
+            assert r.status_code == 422 and item["loc"][-1] == key and "at least 1" in item["msg"], r.text
+            assert item["allowed"] == f"a number at least 1 and at most {top}", r.text
 
 
 def test_rows_stored_before_a_bound_was_added_still_read(tmp_path):

@@ -324,3 +324,14 @@ def test_a_fits_matrix_of_more_cells_than_one_request_computes_is_refused_before
     assert err["error"]["field"] == "gpus" and f"at most {MAX_FITS_CELLS:,} cells" in err["error"]["allowed"]
     assert "builds) × 17 GPUs or systems is" in err["error"]["message"]
     assert client.post("/api/fits", json={"all_models": True}).status_code == 200  # the default grid, every model
+
+
+def test_a_number_too_large_for_a_count_is_named_as_too_large_not_as_a_string(client):
+    """1e308 in a whole-number field: pydantic calls it an "input string" it cannot parse; the 422 says it is too
+    large, at its key, with the field's bounds."""
+    r = client.post("/api/plan", json={"scenario": {"model": "qwen3-8b", "platform": {"system": "hgx-h100"},
+                                                    "target_users": 1e308}})
+    assert r.status_code == 422
+    item = r.json()["detail"][0]
+    assert item["loc"] == ["body", "scenario", "target_users"] and "string" not in item["msg"]
+    assert item["msg"].startswith("Input is too large") and item["allowed"] == "a whole number at least 1 and at most 1,000,000,000"

@@ -19,6 +19,17 @@ def searched(pg, previous=None):
     return pg.evaluate("document.body.dataset.searched")
 
 
+def small_h100_search(pg, server, users):
+    """The page opened and a small search set up: Qwen3-8B for ``users`` users on H100 SXM with vLLM, the best 3."""
+    pg.goto(server + "/")
+    planned(pg)
+    pg.select_option("#search-model", "qwen3-8b")
+    pg.fill("#search-users", str(users))
+    pg.fill("#search-top", "3")
+    pg.select_option("#search-accelerators", ["h100-sxm"])
+    pg.select_option("#search-engines", ["vllm"])
+
+
 def refusals_only(pg):
     """The page's only console problems are the server's refusals (status 422) the test asked for; cleared."""
     assert all("status of 422" in p for p in pg.problems), pg.problems
@@ -65,7 +76,9 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     pick = first["scenario"]
     assert (sent["model"], sent["engine"], sent["quantization"]) == (pick["model"], pick["engine"], pick["quantization"])
     assert {k: sent["platform"][k] for k in pick["platform"]} == pick["platform"]
-    assert sent["cell"]["tensor_parallel_size"] == pick["cell"]["tensor_parallel_size"]
+    # the whole cell, its running cap included: the simulator launches the row's command
+    assert sent["cell"] == pick["cell"] and pick["cell"]["max_num_seqs"] == got["max_num_seqs_per_rank"]
+    assert " ".join(page.text_content("#launch-command").split()) == " ".join(first["deploy"].split())
     # the pick's replicas and load reach the simulator: its systems and capex, not a preset's sizing
     assert (sent["replicas"], sent["workload"], sent["target_users"]) == (pick["replicas"], pick["workload"], 200)
     cards = test_browser.card_values(page)

@@ -7,7 +7,7 @@ import pytest
 
 import test_browser
 from test_browser import planned
-from test_browser_search import searched
+from test_browser_search import searched, small_h100_search
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
@@ -92,13 +92,7 @@ def test_use_this_takes_keyboard_focus_to_the_simulator(page, server):
 def test_bare_gpus_bought_without_a_price_lead_with_the_cause_and_a_price_ranks_them(page, server):
     """Buying bare H100s: the answer leads with why (no purchase price for them alone) and what to search
     next; the price typed beside the buy/rent choice reaches the search and prices the bare GPUs."""
-    page.goto(server + "/")
-    planned(page)
-    page.select_option("#search-model", "qwen3-8b")
-    page.fill("#search-users", "200")
-    page.fill("#search-top", "3")
-    page.select_option("#search-accelerators", ["h100-sxm"])
-    page.select_option("#search-engines", ["vllm"])
+    small_h100_search(page, server, 200)
     page.select_option("#search-pricing", "buy")
     page.click("#search-run")
     stamp = searched(page)

@@ -9,7 +9,7 @@ import pytest
 import test_browser
 from test_browser import planned
 from test_browser_polish import DETACHED_LABELS
-from test_browser_search import refusals_only, searched
+from test_browser_search import refusals_only, searched, small_h100_search
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
@@ -119,3 +119,22 @@ def test_every_chart_has_an_accessible_name_of_its_own(page, server):
     assert names["cost_per_user"].startswith("Price per user per month")
     assert names["memory"].startswith("Memory per GPU of")
     assert len(set(names.values())) == len(names)
+
+
+def test_keyboard_focus_goes_to_the_refused_control_and_back_to_the_search_button(page, server):
+    """The search button is disabled while a search runs, which drops its focus to the page's top: a refusal
+    puts focus on the control to mend, and an answer gives it back to the button, so Tab goes on from there."""
+    small_h100_search(page, server, 50)
+    page.fill("#search-ttft-p95", "0")  # the form lets 0 through; the server wants more than 0
+    page.focus("#search-run")
+    page.keyboard.press("Enter")
+    stamp = searched(page)
+    assert page.get_attribute("#search-ttft-p95", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "search-ttft-p95"
+    refusals_only(page)
+    page.keyboard.type("2")  # mended where the focus is
+    page.focus("#search-run")
+    page.keyboard.press("Enter")
+    searched(page, stamp)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    assert page.evaluate("document.activeElement.id") == "search-run"

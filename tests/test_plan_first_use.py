@@ -97,3 +97,23 @@ def test_a_scenario_file_refused_by_a_keys_type_says_what_the_key_takes(tmp_path
     assert "(allowed: an object with the keys" in section and "preset" in section and "WorkloadOverrides" not in section
     point = refusal(base.replace("}\nworkload", ", price_point: median}\nworkload"))
     assert "platform.price_point" in point and "(allowed: low, mid, high)" in point
+
+
+def test_a_scenario_file_number_too_large_for_a_count_is_named_as_too_large(tmp_path):
+    """1e308 users in a plan YAML: refused as too large with the bounds, as the API refuses it, not as an input
+    string pydantic cannot parse; a bound in pydantic's words is written as a number (1,000,000,000)."""
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    base = "name: x\nmodel: qwen3-8b\nplatform: {system: hgx-h100}\ntarget_users: "
+    said = []
+    for users in ("1e308", "2000000000"):
+        path = tmp_path / "s.yaml"
+        path.write_text(base + users + "\n")
+        result = CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=400)
+        assert result.exit_code == 2
+        said.append(" ".join(result.output.split()))
+    assert "s.yaml:4: target_users: Input is too large" in said[0] and "string" not in said[0], said[0]
+    assert "(allowed: a whole number at least 1 and at most 1,000,000,000)" in said[0], said[0]
+    assert "less than or equal to 1,000,000,000 (allowed: at most 1,000,000,000)" in said[1], said[1]

@@ -73,9 +73,11 @@ def test_every_shared_experts_pick_meets_every_target_reevaluated_one_by_one(cat
         assert r.replicas == 1 or any(f"one of {r.replicas} copies" in n for n in r.notes)
         assert r.max_num_seqs_per_rank == -(-r.max_num_seqs // r.data_parallel_size)
         assert r.scenario["cell"] == {"tensor_parallel_size": r.tensor_parallel_size, "pipeline_parallel_size": 1,
-                                      "data_parallel_size": r.data_parallel_size, "enable_expert_parallel": False}
+                                      "data_parallel_size": r.data_parallel_size, "enable_expert_parallel": False,
+                                      "max_num_seqs": r.max_num_seqs_per_rank}
         cell = plan(Scenario.model_validate({"name": "pick", **r.scenario}), catalog).capacity.cell
         assert (cell.gpus, cell.data_parallel_size, cell.expert_parallel) == (r.gpus_per_instance, r.data_parallel_size, False)
+        assert cell.engine_slots == r.max_num_seqs_per_rank * r.data_parallel_size  # each rank at the pick's cap
 
     # `perf` with the first pick's launch flags (-dp N, each rank's cap, no expert parallelism) at a batch the
     # search's serving curve was read at gives that curve's figures

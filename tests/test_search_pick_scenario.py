@@ -56,6 +56,70 @@ def test_a_bought_pick_plans_to_its_systems_capex_and_cost(catalog, bought):
         _same_as_the_pick(r, plan(s, catalog))
 
 
+def test_a_pick_plans_with_its_running_cap(catalog, bought):
+    """The pick's cell runs at most its ``max_num_seqs`` per rank, as its launch states: the plan's cell has that
+    many engine slots, runs no more requests than that, and its launch command states the cap."""
+    from inferplan.report.views import PlanRequest, plan_view
+
+    for r in bought.results:
+        s = Scenario.model_validate(r.scenario)
+        assert s.cell.max_num_seqs == r.max_num_seqs_per_rank
+        cell = plan(s, catalog).capacity.cell
+        assert cell.engine_slots == r.max_num_seqs_per_rank * r.data_parallel_size
+        assert cell.concurrency_at_target <= cell.engine_slots
+    first = bought.results[0]
+    launch = plan_view(PlanRequest(scenario=first.scenario, draws=0), catalog).deploy
+    assert f"--max-num-seqs {first.max_num_seqs_per_rank} " in launch
+
+
+def test_a_capped_cells_memory_is_its_fit_at_that_cap(catalog):
+    """The memory card, its summary and /api/views/memory of a cell started with ``max_num_seqs`` are ``fit`` at
+    that cap, as the cell's sizing and launch are: a cap of 16 leaves vLLM more KV cache than its own 1,024."""
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import fit
+    from inferplan.report.views import PlanRequest, memory_view, plan_view
+
+    s = Scenario.model_validate({"model": "llama-3.1-70b-instruct", "quantization": "fp8",
+                                 "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 1, "max_num_seqs": 16}})
+    view = plan_view(PlanRequest(scenario=s, draws=0), catalog)
+    d = dict(model=s.model, gpu="h100-sxm", quantization="fp8", tensor_parallel_size=1, gpus=1,
+             max_model_len=view.memory.max_model_len)
+    capped, own = fit(Deployment(**d, max_num_seqs=16), catalog), fit(Deployment(**d), catalog)
+    assert capped.kv_cache_bytes_per_gpu > own.kv_cache_bytes_per_gpu
+    for memory in (view.memory, memory_view(s, catalog).memory):
+        assert memory.kv_cache_bytes_per_gpu == capped.kv_cache_bytes_per_gpu
+        assert memory.total_max_concurrency == capped.total_max_concurrency
+    assert int(capped.total_max_concurrency) == view.result.capacity.cell.kv_max_concurrency
+    assert f"{capped.total_max_concurrency:,.1f} requests of" in view.memory_summary
+
+
+def test_a_prefill_pool_states_no_running_cap(tmp_path):
+    """A prefill instance is launched with the engine's own cap (deploy/pools_plan.py): a stated one, 0 included, is
+    refused at its key, with what is allowed there (left out), not the cell's keys."""
+    from pydantic import ValidationError
+
+    client = TestClient(create_app(tmp_path / "t.db"))
+    for cap in (8, 0):
+        pick = {"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+                "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 2, "max_num_seqs": cap}}}
+        with pytest.raises(ValidationError, match="leave out max_num_seqs"):
+            Scenario.model_validate(pick)
+        error = client.post("/api/plan", json={"scenario": pick, "draws": 0}).json()["error"]
+        assert error["field"] == "scenario.prefill_pool.cell.max_num_seqs", error
+        assert error["allowed"] == "left out: the engine's own cap", error
+
+
+def test_a_prefill_instance_is_checked_at_the_engines_own_cap_not_the_decode_cells(catalog):
+    """The decode cell's cap (4,096 here: its per-sequence sampler memory leaves TP 1 no room beside 70B fp8 weights)
+    is no prefill instance's: one is launched with the engine's own cap and is checked to fit as launched."""
+    s = Scenario.model_validate({
+        "model": "llama-3.1-70b-instruct", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+        "cell": {"tensor_parallel_size": 4, "max_num_seqs": 4096}, "replicas": 1,
+        "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 1}}})
+    p = plan(s, catalog)
+    assert p.capacity.cell.stated_max_num_seqs == 4096 and p.systems == 1
+
+
 def test_a_rented_pick_without_a_purchase_price_plans_on_its_rent_route(catalog):
     res = search(SearchRequest(**ASPECTS, users=100, workload="chat-seat", accelerators=("h100-sxm",), pricing="rent",
                                targets=Targets(ttft_p95_s=2.0)), catalog)

@@ -137,7 +137,7 @@ def _prefill_systems_per_instance(catalog: Catalog, base: Deployment, cell: Scen
     pre = base.model_copy(update={
         "tensor_parallel_size": cell.tensor_parallel_size, "pipeline_parallel_size": cell.pipeline_parallel_size,
         "data_parallel_size": cell.data_parallel_size if cell.enable_expert_parallel else None,
-        "enable_expert_parallel": cell.enable_expert_parallel, "gpus": cell.gpus})
+        "enable_expert_parallel": cell.enable_expert_parallel, "gpus": cell.gpus, "max_num_seqs": None})
     try:
         fits = plan_memory(pre, catalog).result.fits
         spans = spanning_cell(catalog, pre, system, cell_fixed=True)[1] if system is not None else 1

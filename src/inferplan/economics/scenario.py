@@ -8,9 +8,11 @@ it from a YAML file and checks the catalogue ids it names.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
+
+from pydantic_core import PydanticCustomError
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.inputs import Input, SafeName, stored
@@ -18,6 +20,7 @@ from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
 from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS, no_default_acceptance
+from inferplan.units import plain_number
 
 
 class Platform(Input):
@@ -34,12 +37,18 @@ class Platform(Input):
         None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
         description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
-    @field_validator("quote_usd_per_system", "power_w_per_system")
+    @field_validator("quote_usd_per_system", "power_w_per_system", mode="before")
     @classmethod
-    def _at_least_one(cls, value: float | None, info: ValidationInfo) -> float | None:
-        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite
-        if value is not None and value < 1 and not stored(info):
-            raise ValueError("must be at least 1 (USD per system, W per system)")
+    def _at_least_one(cls, value: Any, info: ValidationInfo) -> Any:
+        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite; the field's own
+        # bound (above 0) stays for scenarios stored before, so the allowed values are said here, before that
+        # bound refuses 0 and below as "more than 0"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1 and not stored(info):
+            most = cls.model_fields[info.field_name].metadata
+            top = next(m.le for m in most if getattr(m, "le", None) is not None)
+            unit = "USD per system" if info.field_name.startswith("quote") else "W per system"
+            raise PydanticCustomError("greater_than_equal", "must be at least 1 ({unit})",
+                                      {"unit": unit, "allowed": f"a number at least 1 and at most {plain_number(top)}"})
         return value
 
     @model_validator(mode="after")
@@ -62,10 +71,25 @@ class Cell(Input):
         "attention data-parallel ranks inside the cell: with expert parallelism, or sharing a mixture-of-experts "
         "model's experts over TP x DP where the engine's MoE layers do (vLLM)"))
     enable_expert_parallel: bool = Field(False, description="a mixture-of-experts model's experts spread over all the cell's GPUs")
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "sequences one instance runs at once, per data-parallel rank, as its launch states them (a search's pick "
+        "states its cap); left out: the engine's own"))
 
     @property
     def gpus(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+
+class PrefillCell(Cell):
+    """One prefill instance's layout: launched at the engine's own running cap (deploy/pools_plan.py)."""
+
+    @field_validator("max_num_seqs", mode="before")
+    @classmethod
+    def _engines_own_cap(cls, value: Any) -> Any:
+        if value is not None:  # any stated cap, 0 included: not the field's bounds, which are the decode cell's
+            raise PydanticCustomError("prefill_running_cap", "a prefill instance runs the engine's own running cap: "
+                                      "leave out max_num_seqs", {"allowed": "left out: the engine's own cap"})
+        return value
 
 
 class PrefillPool(Input):
@@ -75,11 +99,11 @@ class PrefillPool(Input):
     decode pool's."""
 
     instances: int = Field(ge=1, le=1_000_000, description="prefill engine instances")
-    cell: Cell = Field(description="one prefill instance's layout")
+    cell: PrefillCell = Field(description="one prefill instance's layout")
 
     @field_validator("cell")
     @classmethod
-    def _prefill_ranks_expert_parallel(cls, cell: Cell) -> Cell:
+    def _prefill_ranks_expert_parallel(cls, cell: PrefillCell) -> PrefillCell:
         if cell.data_parallel_size > 1 and not cell.enable_expert_parallel:  # as deploy/pools_plan.py launches it
             raise ValueError("a prefill instance's data_parallel_size above 1 needs enable_expert_parallel: true")
         return cell

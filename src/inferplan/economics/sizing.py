@@ -80,7 +80,7 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
         kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel or cell.data_parallel_size > 1 else None,
-        enable_expert_parallel=cell.enable_expert_parallel,
+        enable_expert_parallel=cell.enable_expert_parallel, max_num_seqs=cell.max_num_seqs,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     ), catalog)
     d = with_scenario_drafts(catalog, s, d)

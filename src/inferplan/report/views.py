@@ -99,7 +99,7 @@ def _memory_part(s: Scenario, cell: CellCapacity, accelerator: str, workload: Wo
     d = Deployment(model=s.model, **hardware, quantization=s.quantization, **s.stated_engine,
                    kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
                    pipeline_parallel_size=cell.pipeline_parallel_size, data_parallel_size=cell.data_parallel_size,
-                   enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
+                   enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus, max_num_seqs=cell.stated_max_num_seqs,
                    max_model_len=workload.input_tokens_per_request + workload.output_tokens_per_request)
     d = with_scenario_drafts(catalog, s, d)  # the frontier prices the drafts the cells were sized with
     memory = fit(d, catalog)

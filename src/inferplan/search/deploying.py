@@ -124,11 +124,12 @@ def _layout(cell: Cell) -> dict:
 
 
 def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: int, rented: bool,
-                  speed_per_user: float, prefill: tuple[Cell, int] | None = None,
+                  speed_per_user: float, max_num_seqs: int, prefill: tuple[Cell, int] | None = None,
                   instance_gpus: int | None = None, quote_usd: float | None = None) -> dict:
     """A scenario (scenario.py) the Users + ROI simulator plans this pick with: this model, format, engine,
-    platform and replica cell, its ``replicas`` (for separate pools the decode pool's, with ``prefill`` — the
-    prefill cell and its instances — as its ``prefill_pool``), rented or bought, at the search's load and
+    platform and replica cell started with the pick's running cap per rank (``max_num_seqs``), its ``replicas``
+    (for separate pools the decode pool's, with ``prefill`` — the prefill cell and its instances — as its
+    ``prefill_pool``), rented or bought, at the search's load and
     per-user speed. A system's GPUs rented on instances of fewer GPUs (``instance_gpus``) are that many of
     its accelerator, as the pick's label names them, not the whole system. Users with a preset keep the
     preset with the search's prefix-cache share and speed target; a request rate or a trace is
@@ -144,7 +145,7 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     s = {
         "model": cell.model, "quantization": cell.quantization, "engine": cell.engine,
         "kv_cache_dtype": cell.kv_cache_dtype, "platform": platform,
-        "cell": _layout(cell), "replicas": replicas,
+        "cell": {**_layout(cell), "max_num_seqs": max_num_seqs}, "replicas": replicas,
     }
     if prefill is not None:
         s["prefill_pool"] = {"instances": prefill[1], "cell": _layout(prefill[0])}

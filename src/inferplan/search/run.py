@@ -319,6 +319,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
         binding=slack(values, targets, float(g.utilisation[i])),
         deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=replicas,
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
+                                               max_num_seqs=per_rank,
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None,
                                                instance_gpus=q.instance_gpus if q else None,
                                                quote_usd=cm.costs.quote_usd),

@@ -265,22 +265,28 @@ def frontier_cmd(
 
 
 def _scenario_file(path: Path):
-    """The scenario in ``path``; a key refused by its type or bounds says what it takes, as the API does."""
+    """The scenario in ``path``; a key refused by its type or bounds says what is wrong and what it takes in the
+    API's words (a number too large as too large, bounds written as numbers are)."""
     from pydantic import ValidationError
 
     from inferplan.economics.scenario import Scenario
     from inferplan.errors import InvalidScenarioError
     from inferplan.scenario import load_scenario
-    from inferplan.shells.pydantic_errors import allowed_by
+    from inferplan.shells.pydantic_errors import allowed_by, error_message
 
     try:
         return load_scenario(path)
     except InvalidScenarioError as exc:
-        if exc.allowed is None and isinstance(exc.__cause__, ValidationError):
-            first = exc.__cause__.errors()[0]
-            loc = tuple(p for p in first["loc"] if not str(p).startswith("function-"))
-            exc.allowed = allowed_by(first, Scenario, loc)
-        raise
+        cause = exc.__cause__
+        if exc.allowed is not None or not isinstance(cause, ValidationError):
+            raise
+        first = cause.errors()[0]
+        loc = tuple(p for p in first["loc"] if not str(p).startswith("function-"))
+        message, said = str(exc), first["msg"].removeprefix("Value error, ")
+        if message.endswith(said):  # pydantic's words after file:line: key: (a section's refusal has its own)
+            message = message[: len(message) - len(said)] + error_message(first)
+        raise InvalidScenarioError(message, field=exc.field, allowed=allowed_by(first, Scenario, loc),
+                                   located=exc.located, names=exc.names) from cause
 
 
 @app.command("plan")

@@ -160,10 +160,17 @@ def _object_of(model: type[BaseModel]) -> str:
     return f"an object with the key{'s' if len(required) > 1 else ''} {', '.join(required)} and up to {optional} optional ones"
 
 
+# pydantic's error type -> its message in place of pydantic's, where pydantic's misleads: a number too large to
+# read as an integer (1e308 in a count) is "Unable to parse input string as an integer", though it was no string
+MESSAGE_BY_TYPE = {
+    "int_parsing_size": "Input is too large: this field takes a whole number within its bounds",
+}
+
+
 def error_message(error: dict) -> str:
-    """pydantic's message for ``error`` as a person reads it (``plain_message``), the bound it names written as
-    every other message writes a number ("less than or equal to 100,000,000", not 100000000)."""
-    message = plain_message(error.get("msg", ""))
+    """pydantic's message for ``error`` as a person reads it (``plain_message``, ``MESSAGE_BY_TYPE``), the bound it
+    names written as every other message writes a number ("less than or equal to 100,000,000", not 100000000)."""
+    message = MESSAGE_BY_TYPE.get(error.get("type")) or plain_message(error.get("msg", ""))
     ctx = error.get("ctx") or {}
     bound = next(iter(ctx.values()), None)
     if error.get("type") in ALLOWED_BY_BOUND and _numeric(bound):

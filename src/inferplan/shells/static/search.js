@@ -179,11 +179,15 @@ async function runSearch(event) {
     $("search-error").hidden = false;
     const refused = $("search-form").querySelector("[aria-invalid]");  // an advanced setting refused: shown
     if (refused && refused.closest("details")) refused.closest("details").open = true;
+    if (refused) refused.focus();  // keyboard focus to the control to mend, as "Use this" does
     document.body.dataset.searched = String(Date.now());
   } finally {
     progress.end();
     $("search-run").disabled = false;
     $("search-form").removeAttribute("aria-busy");
+    // the button pressed was disabled while the search ran, which drops its focus to the page's top:
+    // given back, so Tab goes on from the search form
+    if (document.activeElement === document.body) $("search-run").focus();
   }
 }
 
