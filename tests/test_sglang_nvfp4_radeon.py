@@ -1,6 +1,7 @@
 """SGLang on ROCm runs NVFP4 weights only through Petit, whose kernels are written for Instinct (CDNA2/CDNA3)
 GPUs: on a Radeon (RDNA) card fit, perf, deploy and the what-runs-here view refuse or leave out SGLang NVFP4
-(``gpu_refusals`` in engine_support.yaml), while an Instinct GPU keeps it."""
+(``gpu_refusals`` in engine_support.yaml), while an Instinct GPU keeps it. vLLM runs NVFP4 on any ROCm GPU by
+emulation (``emulated_fallbacks`` in quantizations.yaml), said so in the plan."""
 
 from __future__ import annotations
 
@@ -35,3 +36,13 @@ def test_sglang_nvfp4_on_an_instinct_gpu_still_plans(catalog):
 def test_what_runs_on_a_9070_xt_offers_no_sglang_nvfp4(catalog):
     rows = what_runs_on("radeon-rx-9070-xt", 1, catalog).models
     assert not [r for r in rows if r.engine == "sglang" and r.quantization == "nvfp4"]
+
+
+@pytest.mark.parametrize("gpu", ["radeon-rx-9070-xt", "mi300x"])
+def test_vllm_runs_nvfp4_on_rocm_by_emulation_and_on_ampere_through_marlin(catalog, gpu):
+    # vLLM 0.34.0's only NVFP4 linear kernel on ROCm dequantizes to BF16; its Marlin fallback is CUDA's
+    nvfp4 = catalog.quantization("nvfp4")
+    rule = nvfp4.emulation(catalog.accelerator(gpu), "vllm", "0.34.0")
+    assert rule is not None and rule.materialized_format == "bf16"
+    assert nvfp4.emulation(catalog.accelerator("rtx-3090"), "vllm", "0.34.0") is None
+    assert "emulates" in " ".join(fit(Deployment(**{**ON_RADEON, "engine": "vllm"}, gpu=gpu), catalog).assumptions)
