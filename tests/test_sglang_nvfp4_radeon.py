@@ -46,3 +46,10 @@ def test_vllm_runs_nvfp4_on_rocm_by_emulation_and_on_ampere_through_marlin(catal
     assert rule is not None and rule.materialized_format == "bf16"
     assert nvfp4.emulation(catalog.accelerator("rtx-3090"), "vllm", "0.34.0") is None
     assert "emulates" in " ".join(fit(Deployment(**{**ON_RADEON, "engine": "vllm"}, gpu=gpu), catalog).assumptions)
+
+
+def test_asking_what_runs_on_a_9070_xt_with_sglang_nvfp4_names_the_refusal(catalog):
+    # the question's format is one the engine does not run there: an error naming it, not an empty answer
+    with pytest.raises(InvalidScenarioError) as e:
+        what_runs_on("radeon-rx-9070-xt", 1, catalog, engine="sglang", quantizations=["nvfp4"])
+    assert e.value.field == "quantization" and "rdna4" in str(e.value) and "nvfp4" not in e.value.allowed.split(", ")
