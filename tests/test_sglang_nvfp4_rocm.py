@@ -1,6 +1,6 @@
-"""SGLang on ROCm runs NVFP4 weights only through Petit, whose kernels are written for Instinct (CDNA2/CDNA3)
-GPUs: on a Radeon (RDNA) card fit, perf, deploy and the what-runs-here view refuse or leave out SGLang NVFP4
-(``gpu_refusals`` in engine_support.yaml), while an Instinct GPU keeps it. vLLM runs NVFP4 on any ROCm GPU by
+"""SGLang on ROCm runs NVFP4 weights only through Petit, whose kernels are written for CDNA2/CDNA3 (gfx90a,
+gfx942): on a Radeon (RDNA) card or a CDNA4/CDNA5 Instinct fit, perf, deploy and the what-runs-here view refuse
+or leave out SGLang NVFP4 (``gpu_refusals`` in engine_support.yaml), while an MI300X keeps it. vLLM runs NVFP4 on any ROCm GPU by
 emulation (``emulated_fallbacks`` in quantizations.yaml), said so in the plan."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from inferplan.performance.serving import estimate
 ON_RADEON = dict(model="qwen3-8b", engine="sglang", quantization="nvfp4", max_model_len=8192)
 
 
-@pytest.mark.parametrize("gpu", ["RX 9070 XT", "RX 7900 XTX"])
+@pytest.mark.parametrize("gpu", ["RX 9070 XT", "RX 7900 XTX", "MI355X", "MI350X", "MI455X"])
 @pytest.mark.parametrize("step", ["fit", "perf", "deploy"])
-def test_sglang_nvfp4_on_a_radeon_is_refused_naming_the_gpu(catalog, gpu, step):
+def test_sglang_nvfp4_outside_cdna2_cdna3_is_refused_naming_the_gpu(catalog, gpu, step):
     d = Deployment(**ON_RADEON, gpu=gpu)
     plans = {"fit": lambda: fit(d, catalog), "perf": lambda: estimate(d, Workload(), catalog),
              "deploy": lambda: launch_plan(d, catalog)}
