@@ -45,4 +45,11 @@ def test_a_build_split_into_byte_parts_is_served_from_the_joined_file(catalog):
     cmd = launch_command(Deployment(model="llama-3.1-70b", gpu="h100", gpus=2, engine="llamacpp", quantization="q8_0"),
                          catalog)
     assert "--hf-repo" not in cmd.argv and "<Meta-Llama-3.1-70B-Instruct.Q8_0.gguf>" in cmd.argv
-    assert any("part1of2" in n and "cat" in n for n in cmd.notes)
+    assert any("2 byte parts (.part1of2 … .part2of2)" in n and "cat" in n for n in cmd.notes)
+
+
+def test_a_build_in_five_byte_parts_names_five(catalog):
+    # mradermacher's DeepSeek-V3 Q2_K is five parts, .part1of5 … .part5of5
+    cmd = launch_command(Deployment(model="deepseek-v3", gpu="h200", gpus=8, engine="llamacpp", quantization="q2_k"),
+                         catalog)
+    assert any("5 byte parts (.part1of5 … .part5of5)" in n for n in cmd.notes)
