@@ -53,3 +53,20 @@ def test_asking_what_runs_on_a_9070_xt_with_sglang_nvfp4_names_the_refusal(catal
     with pytest.raises(InvalidScenarioError) as e:
         what_runs_on("radeon-rx-9070-xt", 1, catalog, engine="sglang", quantizations=["nvfp4"])
     assert e.value.field == "quantization" and "rdna4" in str(e.value) and "nvfp4" not in e.value.allowed.split(", ")
+
+
+@pytest.mark.parametrize("gpu", ["radeon-rx-9070-xt", "mi300x"])
+def test_vllm_emulates_nvfp4_on_rocm_from_0_20_and_not_at_0_19(catalog, gpu):
+    # 0.20.0 lists modelopt_fp4 on ROCm with the emulation kernel alone; 0.19.0 serves NVFP4 through Petit
+    nvfp4 = catalog.quantization("nvfp4")
+    assert nvfp4.emulation(catalog.accelerator(gpu), "vllm", "0.20.0") is not None
+    assert nvfp4.emulation(catalog.accelerator(gpu), "vllm", "0.19.0") is None
+
+
+def test_vllm_before_0_20_runs_nvfp4_on_rocm_only_through_petit_on_cdna2_cdna3(catalog):
+    at_019 = {**ON_RADEON, "engine": "vllm", "engine_version": "0.19.0"}
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(Deployment(**at_019, gpu="RX 9070 XT"), catalog)
+    assert e.value.field == "gpu" and "nvfp4" in str(e.value)
+    assert fit(Deployment(**at_019, gpu="MI300X"), catalog).fits
+    assert fit(Deployment(**{**at_019, "engine_version": "0.20.0"}, gpu="RX 9070 XT"), catalog).fits
