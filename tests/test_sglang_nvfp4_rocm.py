@@ -1,6 +1,6 @@
 """SGLang on ROCm runs NVFP4 weights only through Petit, whose kernels are written for CDNA2/CDNA3 (gfx90a,
-gfx942): on a Radeon (RDNA) card or a CDNA4/CDNA5 Instinct fit, perf, deploy and the what-runs-here view refuse
-or leave out SGLang NVFP4 (``gpu_refusals`` in engine_support.yaml), while an MI300X keeps it. vLLM runs NVFP4 on any ROCm GPU by
+gfx942): on a Radeon (RDNA) card or a CDNA4/CDNA5 Instinct fit, perf, deploy and the what-runs-here view
+refuse or leave out SGLang NVFP4 (``gpu_refusals`` in engine_support.yaml), while an MI300X keeps it. vLLM runs NVFP4 on any ROCm GPU by
 emulation (``emulated_fallbacks`` in quantizations.yaml), said so in the plan."""
 
 from __future__ import annotations
