@@ -64,7 +64,9 @@ def test_the_qwen3_8b_on_one_of_two_rtx_4090s_is_the_plans():
     r = fit_or_suggest(Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2), CATALOG)
     assert r.parallel.gpus == 1 and "leaves 1 idle" in r.layout_note
     assert (free, slots) == (round(r.kv_cache_bytes_per_gpu / GiB, 2), r.most_slots)
-    spread = fit_or_suggest(Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2, max_num_seqs=int(slots)), CATALOG)
+    kept = fit_or_suggest(Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2, max_num_seqs=int(slots)), CATALOG)
+    assert kept.fits and kept.parallel.gpus == 1
+    spread = fit_or_suggest(Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2, max_num_seqs=int(slots) + 1), CATALOG)
     assert spread.fits and spread.parallel.gpus == 2
 
 

@@ -5,6 +5,7 @@ find_best_model), so the tag is the label the file names carry, stored per check
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -45,4 +46,19 @@ def test_a_build_split_into_byte_parts_is_served_from_the_joined_file(catalog):
     cmd = launch_command(Deployment(model="llama-3.1-70b", gpu="h100", gpus=2, engine="llamacpp", quantization="q8_0"),
                          catalog)
     assert "--hf-repo" not in cmd.argv and "<Meta-Llama-3.1-70B-Instruct.Q8_0.gguf>" in cmd.argv
-    assert any("part1of2" in n and "cat" in n for n in cmd.notes)
+    assert any("2 byte parts (.part1of2 … .part2of2)" in n and "cat" in n for n in cmd.notes)
+
+
+def test_a_build_in_five_byte_parts_names_five(catalog):
+    # mradermacher's DeepSeek-V3 Q2_K is five parts, .part1of5 … .part5of5
+    cmd = launch_command(Deployment(model="deepseek-v3", gpu="h200", gpus=8, engine="llamacpp", quantization="q2_k"),
+                         catalog)
+    assert any("5 byte parts (.part1of5 … .part5of5)" in n for n in cmd.notes)
+
+
+def test_offload_doc_says_which_published_builds_deploy_fetches_with_hf_repo():
+    # the table of published MoE GGUF builds lists DeepSeek-V3's Q2_K, which --hf-repo does not load
+    text = " ".join((Path(__file__).parents[1] / "docs" / "offload.md").read_text().split())
+    claim = text[text.index("`deploy` fetches each as"):]
+    claim = claim[:claim.index(". ")]
+    assert "byte parts" in claim and "join" in claim

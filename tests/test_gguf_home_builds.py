@@ -257,3 +257,15 @@ def test_gemma_4_26b_q4_k_m_launches_ggml_orgs_file_and_fit_sizes_that_file_not_
     r = fit_or_suggest(d, CATALOG)
     assert r.fits
     assert r.weights_bytes == pytest.approx(16796010720, rel=1e-9)
+
+
+def test_deepseek_v3_q2_k_weighs_its_published_file_not_the_formats_mean_bits():
+    """The Q2_K record's 3.16 bits per weight is measured on Llama-3.1-8B, whose Q6_K output layer weighs more
+    in a small model: DeepSeek-V3's Q2_K file is 244.1 GB (2.91 bits per weight), and fit plans that file."""
+    spec = resolve_model(CATALOG, "deepseek-v3")
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q2_k"))
+    assert w.total_bytes == pytest.approx(244.1e9, rel=1e-9)
+    assert w.total_bytes * 8 / 671.03e9 == pytest.approx(2.91, abs=0.005)
+    command = launch_command(Deployment(model="deepseek-v3", gpu="M3 Ultra 512GB", engine="llamacpp",
+                                        quantization="q2_k", max_model_len=4096), CATALOG)
+    assert "<DeepSeek-V3.Q2_K.gguf>" in command.argv and "--hf-repo" not in command.argv

@@ -64,3 +64,15 @@ def test_fit_names_the_slots_that_fit_when_fewer_fit_than_it_states():
     ran = CliRunner().invoke(app, ["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-3090", "-q", "q4_k_m", "--engine",
                                    "llamacpp", "--max-model-len", "2500", "--max-num-seqs", "40"], env={"COLUMNS": "200"})
     assert "26 fit: --max-num-seqs 26" in " ".join(ran.stdout.split()), ran.stdout
+
+
+def test_fit_says_no_slot_fits_where_not_even_one_does(catalog):
+    # a 70B Q4_K_M file is larger than the 36 GiB a 48 GB Mac lets the GPU wire: the slot it starts fits nowhere
+    d = Deployment(model="llama-3.3-70b", gpu="M4 Pro 48GB", engine="llamacpp", quantization="q4_k_m",
+                   max_model_len=8192)
+    r = fit_or_suggest(d, catalog)
+    assert not r.fits and r.most_slots == 0 and r.max_concurrency == 0
+    console = Console(width=200, record=True)
+    render.print_fit(console, r, d, False)
+    assert "at once: 1 sequence of 8,192 tokens, the --parallel slots it is started with; not even one fits" in \
+        console.export_text()

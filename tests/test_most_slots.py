@@ -60,3 +60,16 @@ def test_fit_names_the_slots_that_fit_as_the_flag_takes_them():
                                    "--engine", "llamacpp", "--engine-version", "b5400", "--max-model-len", "1024"],
                              env={"COLUMNS": "200"}).stdout
     assert "1,024 fit: --max-num-seqs 1024" in " ".join(out.split()), out
+
+
+@pytest.mark.parametrize(("release", "cap"), [("b6000", 64), ("b6507", 256), (None, 256)])
+def test_stated_slots_past_the_llamacpp_release_limit_are_refused(release, cap):
+    # llama_context throws "n_seq_max must be <= LLAMA_MAX_SEQ": llama-server started with more does not start
+    from inferplan.errors import InvalidScenarioError
+    d = Deployment(model="llama-3.1-8b", gpu="M3 Ultra 512GB", engine="llamacpp", quantization="q4_k_m",
+                   max_model_len=1024, engine_version=release)
+    assert memory_fits(d.model_copy(update={"max_num_seqs": cap}), CATALOG)
+    with pytest.raises(InvalidScenarioError) as e:
+        memory_fits(d.model_copy(update={"max_num_seqs": cap + 1}), CATALOG)
+    assert e.value.field == "max_num_seqs" and e.value.allowed == f"1 to {cap}"
+    assert memory_fits(d.model_copy(update={"max_num_seqs": 2000, "engine_version": "b5400"}), CATALOG)

@@ -10,6 +10,9 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory import fit_placement
 from inferplan.memory.fit import fit
+from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.ollama_batch import on_ollama_gpu
+from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.serving import estimate
 
 CATALOG = load_catalog()
@@ -61,3 +64,12 @@ def test_unwired_the_tag_is_spread_over_every_gpu(monkeypatch):
     monkeypatch.setattr(fit_placement, "_PLACED", type(fit_placement._PLACED)())
     unwired = fit(TWO.model_copy(update={"max_num_seqs": 2}), CATALOG)
     assert (unwired.parallel.gpus, unwired.parallel.pipeline_parallel_size) == (2, 2)
+
+
+def test_the_slots_that_fit_are_those_ollama_still_loads_on_the_one_gpu():
+    # at 3 slots Ollama's prediction passes 80 % of one RTX 4090 and it spreads the tag over both: the plan of one
+    # GPU offers the 2 slots that keep it there, and its tokens per instance are those 2 slots', not 6 slots' of two
+    plan = fit_or_suggest(TWO, CATALOG)
+    assert plan.parallel.gpus == 1 and plan.most_slots == 2
+    assert plan.kv_cache_tokens == 2 * plan.max_model_len
+    assert on_ollama_gpu(with_default_engine(TWO.model_copy(update={"max_num_seqs": 3}), CATALOG), CATALOG).gpus == 2

@@ -8,6 +8,7 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -89,32 +90,24 @@ def test_the_api_plan_carries_the_launch_the_cli_json_does(tmp_path):
     assert body["deploy"].splitlines()[-1].startswith("vllm serve")
 
 
-def test_a_llamacpp_cell_launches_the_slots_the_plan_counts(catalog):
-    # the plan counts a llama.cpp cell at the most --parallel slots that fit (capacity.cell_capacity); its launch
-    # starts those slots, each of the request's length, not llama-server's one slot of it
-    s = Scenario.model_validate({"name": "home", "model": "qwen3-30b-a3b", "quantization": "q4_k_m", "engine": "llamacpp",
-                                 "platform": {"system": "rtx-3090-workstation"}, "workload": {"preset": "chat-seat"},
-                                 "target_users": 3})
-    r = plan(s, catalog)
-    argv = shlex.split(" ".join(line.rstrip("\\") for line in plan_launch(catalog, s, r).text.splitlines()))
-    slots = r.capacity.cell.engine_slots
-    assert slots > 1 and _flag(argv, "--parallel") == slots
-    assert _flag(argv, "--ctx-size") >= slots * (r.workload.input_tokens_per_request + r.workload.output_tokens_per_request)
-
-
-def test_a_llamacpp_plan_launches_the_slots_its_capacity_counts(catalog):
+@pytest.mark.parametrize("scenario", [
+    {"name": "home", "model": "qwen3-30b-a3b", "quantization": "q4_k_m", "engine": "llamacpp",
+     "platform": {"system": "rtx-3090-workstation"}, "workload": {"preset": "chat-seat"}, "target_users": 3},
+    {"model": "llama-3.1-8b", "quantization": "gguf-q4_k_m", "engine": "llamacpp", "target_users": 50,
+     "platform": {"gpu": "rtx-5090", "gpus": 1, "quote_usd_per_system": 4000}, "workload": {"preset": "chat-seat"}},
+], ids=["system", "one-gpu"])
+def test_a_llamacpp_plan_launches_the_slots_its_capacity_counts(catalog, scenario):
     """llama.cpp serves the --parallel slots it is started with; the plan sizes its users on the most slots that
-    fit (economics/capacity.py), so its launch opens those, each the request's context, not one slot."""
-    s = Scenario.model_validate({
-        "model": "llama-3.1-8b", "quantization": "gguf-q4_k_m", "engine": "llamacpp", "target_users": 50,
-        "platform": {"gpu": "rtx-5090", "gpus": 1, "quote_usd_per_system": 4000}, "workload": {"preset": "chat-seat"}})
+    fit (economics/capacity.py cell_capacity), so its launch opens those, each the request's context, not
+    llama-server's one slot."""
+    s = Scenario.model_validate(scenario)
     r = plan(s, catalog)
     cell = r.capacity.cell
-    argv = shlex.split(plan_launch(catalog, s, r).text.splitlines()[-1])
-    assert cell.concurrency_at_target > 1  # the users were sized on many requests at once
-    assert _flag(argv, "--parallel") == cell.engine_slots  # it was --parallel 1
-    assert _flag(argv, "--ctx-size") == cell.engine_slots * r.workload.input_tokens_per_request \
-        + cell.engine_slots * r.workload.output_tokens_per_request
+    argv = shlex.split(" ".join(line.rstrip("\\") for line in plan_launch(catalog, s, r).text.splitlines()))
+    assert cell.engine_slots > 1 and cell.concurrency_at_target > 1  # sized on many requests at once
+    assert _flag(argv, "--parallel") == cell.engine_slots
+    assert _flag(argv, "--ctx-size") == cell.engine_slots * (r.workload.input_tokens_per_request
+                                                             + r.workload.output_tokens_per_request)
 
 
 def test_a_llamacpp_launch_opens_no_more_slots_than_the_release_allows(catalog):

@@ -29,9 +29,9 @@ class GgufFile(Input):
     # listed: the file name as a cited listing or page shows it; assumed: the uploader's naming scheme with
     # the llama-quantize type name, not checked against the repo's listing
     kind: Literal["listed", "assumed"]
-    # False: the repo splits the file into plain byte parts (NAME.gguf.part1of2) that --hf-repo does not load;
-    # the parts are joined with cat and the joined file served
-    hf_loadable: bool = True
+    # more than 1: the repo splits the file into that many plain byte parts (NAME.gguf.part1of2) that --hf-repo
+    # does not load; the parts are joined with cat and the joined file served
+    byte_parts: int = Field(default=1, ge=1)
     source: str
     note: str | None = None
 

@@ -163,10 +163,12 @@ def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags) -> ServedModel
     no tag where the data says the repo is served without one), else the llama-quantize type name; a build
     split into byte parts ``--hf-repo`` does not load is served from the joined file, a placeholder."""
     file = build.gguf_file
-    if file is not None and not file.hf_loadable:
+    if file is not None and file.byte_parts > 1:
         placeholder = f"<{file.file}>"
-        note = (f"{build.repo} holds {file.file} as byte parts (.part1of2 …) that {flags.hf_repo_flag} does not load: "
-                f"download them, join them in order with cat and replace {placeholder} with the joined file's path")
+        n = file.byte_parts
+        note = (f"{build.repo} holds {file.file} as {n} byte parts (.part1of{n} … .part{n}of{n}) that "
+                f"{flags.hf_repo_flag} does not load: download them, join them in order with cat and replace "
+                f"{placeholder} with the joined file's path")
         return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
     tag = file.tag if file is not None else _gguf_tag(quant, flags)
     source = f"{build.repo}:{tag}" if tag else build.repo

@@ -9,6 +9,7 @@ from inferplan.catalog.flags_schema import check_choice, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.engine_schema import EngineDefaults
+from inferplan.catalog.engine_tiers import slot_limit
 from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -96,6 +97,17 @@ def _check_sampler(catalog: Catalog, d: Deployment, engine) -> None:
                                    field="topk_topp_sampler", allowed=f"leave it out, or an engine that does: {', '.join(takers)}")
 
 
+def _check_slots(catalog: Catalog, d: Deployment, engine) -> None:
+    """A stated slot count within the most the release opens (engines.yaml ``max_slots``: llama.cpp's
+    llama_context refuses an n_seq_max past LLAMA_MAX_SEQ, so llama-server does not start)."""
+    limit = slot_limit(engine.max_slots, stated_release(d))
+    if d.max_num_seqs is not None and limit is not None and d.max_num_seqs > limit:
+        at = f"engine_version {d.engine_version}" if d.engine_version else "its newest release"
+        raise InvalidScenarioError(
+            f"max_num_seqs {d.max_num_seqs:,}: {engine.name} at {at} opens at most {limit:,} slots and refuses to "
+            f"start with more ({engine.max_slots_source})", field="max_num_seqs", allowed=f"1 to {limit:,}")
+
+
 def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:
     """The deployment's engine, once the model, the engine and the layout are known to go together."""
     if spec.architecture is None and d.kv_bytes_per_token is None:
@@ -122,6 +134,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     _check_eager(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)
+    _check_slots(catalog, d, engine)
     dp = d.data_parallel_size or 1  # the routed experts split over TP x the ranks that share them (expert_split.py)
     experts_tp = tp * expert_data_parallel(engine, data_parallel=dp, expert_parallel=d.enable_expert_parallel,
                                            launched=d.data_parallel_size is not None)

@@ -11,6 +11,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import host_gpus as catalogue_host_gpus
 from inferplan.memory.layout import instance_gpus, rack_of
+from inferplan.units import plural
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 
@@ -55,7 +56,8 @@ def host_split(d: Deployment, catalog: Catalog, host_gpus: int | None = None) ->
 def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
     rank = f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}"
     dp = d.data_parallel_size or 1
-    what = (f"{dp} data-parallel ranks of {split.gpus // dp} GPUs ({rank}), {split.gpus} GPUs in all, are" if dp > 1
+    ranks = f"{dp} data-parallel ranks of {plural(split.gpus // dp, 'GPU')}"
+    what = (f"{ranks} ({rank}), {split.gpus} GPUs in all, are" if dp > 1
             else f"one instance of {split.gpus} GPUs ({rank}) is")
-    return (f"{what} more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
-            f"{split.gpus_per_host} GPUs each")
+    return (f"{what} more than {split.what} holds ({plural(split.host_gpus, 'GPU')}): it needs {split.hosts} hosts, "
+            f"{plural(split.gpus_per_host, 'GPU')} each")

@@ -18,6 +18,8 @@ from inferplan.memory.context_cache import context_sized_slots, context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.ollama_batch import on_ollama_gpu
 from inferplan.memory.running_cap import launched_value, setting_flag
 from inferplan.memory.state_pool import draft_named, without_draft_models
 
@@ -42,6 +44,7 @@ def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
     if one is None or not one.fits or limit < 1:
         return 0
     d = as_placed(d, one)  # more slots at the placement one slot runs (an Ollama tag's: where --fit put it), not their own
+    limit = min(limit, _ollama_gpu_slots(d, catalog, limit))
     low, high = 1, limit  # slot counts known to fit / to try
     # the slots whose caches the room left at one slot holds: near the answer (each slot's compute buffer is left
     # out), so it and the next one bracket it in two plans where a bisection over ``limit`` takes ten; any
@@ -61,6 +64,22 @@ def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
             low = mid
         else:
             high = mid - 1
+    return low
+
+
+def _ollama_gpu_slots(d: Deployment, catalog: Catalog, limit: int) -> int:
+    """The most slots (up to ``limit``) at which Ollama still loads ``d``'s tag on the GPUs it loads it on at one
+    slot: its prediction grows with the slots it starts, so past them it spreads the tag over all the GPUs given, a
+    layout other than the one-slot plan's (``on_ollama_gpu``); ``limit`` where it chooses no GPUs."""
+    d = with_default_engine(d, catalog)
+    one = on_ollama_gpu(d.model_copy(update={"max_num_seqs": 1}), catalog)
+    if not one.gpus_chosen_by:
+        return limit
+    low, high = 1, limit
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if on_ollama_gpu(d.model_copy(update={"max_num_seqs": mid}), catalog).gpus == one.gpus \
+            else (low, mid - 1)
     return low
 
 

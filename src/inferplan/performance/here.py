@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LocalMachine
+from inferplan.catalog.engine_support import gpu_refusal
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator
@@ -242,10 +243,19 @@ def _speed(m: ModelOnGpus) -> float:
 
 
 def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator) -> None:
+    """The format asked for is one ``engine_id`` loads on ``accel`` and runs on its GPU architecture at its
+    current release (engine_support.yaml ``gpu_refusals`` of a format), else the question's error."""
     quant, engine = catalog.quantization(name), catalog.engine(engine_id)
-    if not engine.loads(quant, accel=accel):
-        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel=accel))
-        raise InvalidScenarioError(f"{engine_id} does not load {quant.id} weights on {accel.name}",
+
+    def runs(q) -> bool:
+        refused = gpu_refusal(catalog, engine.id, None, None, accel, q.id)
+        return engine.loads(q, accel=accel) and (refused is None or refused.quantization is None)
+
+    if not runs(quant):
+        loadable = ", ".join(q.id for q in catalog.quantizations if runs(q))
+        refused = gpu_refusal(catalog, engine.id, None, None, accel, quant.id)
+        why = f" ({accel.architecture}; source {refused.sources[0]})" if refused is not None else ""
+        raise InvalidScenarioError(f"{engine_id} does not run {quant.id} weights on {accel.name}{why}",
                                    field="quantization", allowed=loadable)
 
 

@@ -15,8 +15,9 @@ def fit_queue_loop(d: Deployment, result: MemoryFit,
     """The deployment and the requests a closed loop of ``d.concurrency`` clients runs to price the queue of
     ``result``, fit's answer for ``d`` (None: it fits nothing, or queues nothing). The deployment is ``d`` at the
     context fit planned, on llama.cpp started with the --parallel slots fit planned, whichever build (a simulated
-    llama-server would otherwise start the most slots that fit; a --parallel 1 that opens 4 over one cache stays 1); the requests are the workload's defaults, or,
-    where one of those is longer than that context, the context split between prompt and output as they are."""
+    llama-server would otherwise start the most slots that fit; a --parallel 1 that opens 4 over one cache
+    stays 1); the requests are the workload's defaults, or, where one of those is longer than that context, the
+    context split between prompt and output as they are."""
     context = result.max_model_len
     if not result.fits or not result.queued_sequences or context < 2:
         return None

@@ -151,7 +151,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False, simulate: str 
                       f"{fmt_kib(r.kv_cache_bytes_per_token_beyond_window)} beyond it")
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
-        most = (f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots}"  # where they differ from the slots it starts
+        most = ("; not even one fits" if r.most_slots == 0 else  # the weights and one slot's cache are too much
+                f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots}"  # where they differ from the slots it starts
                 if r.most_slots and r.most_slots != r.started_slots else "")
         if r.unified_cache_cells is not None:  # b6925-b7432: --parallel 1 opens slots over one cache, each up to all of it
             console.print(f"  at once: {r.max_concurrency:,.0f} sequence{'s' if r.max_concurrency != 1 else ''} of "
