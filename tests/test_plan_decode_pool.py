@@ -49,11 +49,13 @@ def _stated(catalog, pools, replicas: int, prefill_instances: int):
 
 def test_a_lone_prefill_instance_bounds_the_users_of_many_decode_cells(catalog, pools):
     p = _stated(catalog, pools, 40, 1)
-    prompt_s = next(a for a in p.assumptions if "lone prompt takes" in a)
+    note = next(a for a in p.assumptions if "lone prompt takes" in a)
     assert "prefill pool binds" in " ".join(p.assumptions)
     # one instance keeps up with 1 / (a lone prompt's time × one user's prompts per second) users
-    assert p.supported_users < 1_000 < _stated(catalog, pools, 40, 40).supported_users, prompt_s
+    assert p.supported_users < 1_000 < _stated(catalog, pools, 40, 40).supported_users, note
     assert "prefill instance(s)" in next(a for a in p.assumptions if "by speed alone" in a)
+    assert p.rented_users == p.supported_users  # the rent route carries what the prefill pool keeps up with
+    assert p.capacity_users < p.supported_users + 1  # and so do the at-capacity figures
 
 
 def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):

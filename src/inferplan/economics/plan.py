@@ -289,13 +289,20 @@ class _PerToken:
     rent_usd_per_mtok: float | None = None  # the rent route's month at the served load
 
 
+def _at_capacity_output_tokens_per_s(size: Sizing) -> float:
+    """Output tokens/s of the replica cells run at capacity, the share of it the prefill pool's prompts allow."""
+    decode_users = size.loadouts_run * size.users_per_loadout
+    share = size.capacity_users / decode_users if decode_users else 1.0
+    return size.loadouts_run * size.capacity.output_tokens_per_s * share
+
+
 def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
                m: MoneyInputs, rent_usd_per_month: float | None) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
     rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
-    # the tokens the replica cells run carry at capacity: the users their tightest limit allows (input
-    # tokens included), each with the workload's month
-    capacity_tokens = size.loadouts_run * size.users_per_loadout * w.monthly_tokens
+    # the tokens the replica cells run carry at capacity: the users their tightest limit (or the prefill
+    # pool's) allows (input tokens included), each with the workload's month
+    capacity_tokens = size.capacity_users * w.monthly_tokens
     owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
     if owner_month is None:  # not owned, not rented: no owner cost
         return _PerToken(None, None, None, None, None, capacity_tokens, None, rent_mtok)
@@ -311,7 +318,7 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
         owner_usd_per_mtok_at_capacity=owner_month / (capacity_tokens / 1e6) if capacity_tokens else None,
         owner_usd_per_output_mtok_at_capacity=(owner_month / (capacity_tokens * w.output_share / 1e6)
                                                if capacity_tokens else None),
-        output_tokens_per_s_per_mw=size.loadouts_run * size.capacity.output_tokens_per_s / mw if mw else None,
+        output_tokens_per_s_per_mw=_at_capacity_output_tokens_per_s(size) / mw if mw else None,
         api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
         capacity_tokens_per_month=capacity_tokens,
         migration_break_even_tokens=migration,
@@ -363,7 +370,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
-        capacity_users=size.loadouts_run * size.users_per_loadout,
+        capacity_users=size.capacity_users,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),

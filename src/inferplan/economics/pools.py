@@ -123,6 +123,11 @@ class PrefillSizing:
         """The users whose prompts the prefill pool keeps up with."""
         return prefill_users(self.instances, self.prompt_s, self.user_request_rate_per_s)
 
+    @property
+    def capacity_users(self) -> float:
+        """The users whose prompts keep the prefill pool's instances busy at the peak (not floored)."""
+        return self.instances / (self.prompt_s * self.user_request_rate_per_s)
+
     def instances_for(self, users: int) -> int:
         """Prefill instances ``users`` users' prompts take."""
         return prefill_instances_for(users * self.user_request_rate_per_s, self.prompt_s)

@@ -52,6 +52,13 @@ class Sizing:
         return self.loadouts if self.stated_replicas is None else self.stated_replicas / self.capacity.cells
 
     @property
+    def capacity_users(self) -> float:
+        """The users the replica cells run carry at their tightest limit (not floored), or the prefill pool's
+        where it keeps up with fewer users' prompts."""
+        decode = self.loadouts_run * self.users_per_loadout
+        return min(decode, self.prefill.capacity_users) if self.prefill else decode
+
+    @property
     def users_per_loadout_run(self) -> int:
         """Users the replica cells of one loadout carry: of stated cells, the fullest loadout's."""
         c = self.capacity
