@@ -38,3 +38,26 @@ def test_a_pools_pick_plans_to_its_users_and_cost_per_token(catalog, pools):
         assert p.served_users >= s.target_users * (1 - off), (r.rank, r.engine, p.served_users)
         assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=off), (r.rank, r.engine)
         assert any("decode pool" in a and "decode only" in a for a in p.assumptions)
+
+
+def _stated(catalog, pools, replicas: int, prefill_instances: int):
+    r = next(p for p in pools if p.engine == "trtllm")
+    s = Scenario.model_validate(r.scenario)
+    pool = s.prefill_pool.model_copy(update={"instances": prefill_instances})
+    return plan(s.model_copy(update={"replicas": replicas, "prefill_pool": pool, "target_users": 100_000}), catalog)
+
+
+def test_a_lone_prefill_instance_bounds_the_users_of_many_decode_cells(catalog, pools):
+    p = _stated(catalog, pools, 40, 1)
+    note = next(a for a in p.assumptions if "lone prompt takes" in a)
+    assert "prefill pool binds" in " ".join(p.assumptions)
+    # one instance keeps up with 1 / (a lone prompt's time × one user's prompts per second) users
+    assert p.supported_users < 1_000 < _stated(catalog, pools, 40, 40).supported_users, note
+    assert "prefill instance(s)" in next(a for a in p.assumptions if "by speed alone" in a)
+    assert p.rented_users == p.supported_users  # the rent route carries what the prefill pool keeps up with
+    assert p.capacity_users < p.supported_users + 1  # and so do the at-capacity figures
+
+
+def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):
+    p = _stated(catalog, pools, 2, 2)
+    assert not any(a.startswith("prefix cache: ") for a in p.assumptions)

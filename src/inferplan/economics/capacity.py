@@ -214,6 +214,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, dec
     pooled = ("the replica cells are the decode pool: the prefill pool runs each prompt and hands its KV cache over, "
               "so a cell's steps decode only (priced as every prompt token cached) and a request holds its slot "
               "for its output alone",) if decode_pool else ()
+    kept = [a for a in best.assumptions if not (decode_pool and a.startswith("prefix cache: "))]  # the shape's, not the load's
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
         data_parallel_size=par.data_parallel_size, expert_parallel=par.expert_parallel,
@@ -222,7 +223,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, dec
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=(*launch, *pooled, *best.assumptions),
+        meets_target=meets, source=best.source, assumptions=(*launch, *pooled, *kept),
         stated_max_num_seqs=cell.max_num_seqs,
         own_runs=own_run_words(profile, skipped),
     )

@@ -229,7 +229,7 @@ def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> t
     cell_gpus = size.capacity.cell_host_gpus or size.capacity.cell.gpus  # an Ollama server's: its host's, as rented
     narrower = rent.instance_gpus is not None and rent.instance_gpus < system_gpus
     if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
-        return size, size.loadouts_run * size.users_per_loadout
+        return size, size.capacity_users
     note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
             f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
             f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
@@ -322,12 +322,19 @@ class _PerToken:
     rent_usd_per_mtok: float | None = None  # the rent route's month at the served load
 
 
+def _at_capacity_output_tokens_per_s(size: Sizing) -> float:
+    """Output tokens/s of the replica cells run at capacity, the share of it the prefill pool's prompts allow."""
+    decode_users = size.loadouts_run * size.users_per_loadout
+    share = size.capacity_users / decode_users if decode_users else 1.0
+    return size.loadouts_run * size.capacity.output_tokens_per_s * share
+
+
 def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
                m: MoneyInputs, rent_usd_per_month: float | None, capacity_users: float) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
     rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
-    # the tokens the replica cells run carry at capacity: the users their tightest limit allows (input
-    # tokens included), each with the workload's month
+    # the tokens the replica cells run carry at capacity: the users their tightest limit (or the prefill
+    # pool's) allows (input tokens included), each with the workload's month
     capacity_tokens = capacity_users * w.monthly_tokens
     owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
     if owner_month is None:  # not owned, not rented: no owner cost
@@ -344,7 +351,7 @@ def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs
         owner_usd_per_mtok_at_capacity=owner_month / (capacity_tokens / 1e6) if capacity_tokens else None,
         owner_usd_per_output_mtok_at_capacity=(owner_month / (capacity_tokens * w.output_share / 1e6)
                                                if capacity_tokens else None),
-        output_tokens_per_s_per_mw=size.loadouts_run * size.capacity.output_tokens_per_s / mw if mw else None,
+        output_tokens_per_s_per_mw=_at_capacity_output_tokens_per_s(size) / mw if mw else None,
         api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
         capacity_tokens_per_month=capacity_tokens,
         migration_break_even_tokens=migration,

@@ -12,6 +12,7 @@ so a rented deployment keeps them in one rented instance (``economics.rental.Ren
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,10 +23,15 @@ from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.capacity import spanning_cell
 from inferplan.economics.scenario import Cell as ScenarioCell
 from inferplan.economics.scenario import Scenario
+from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.performance.context import ServingContext
+from inferplan.performance.serving import estimate_at
 
 
 class Shape(Protocol):
@@ -89,6 +95,22 @@ def inside(accel: Accelerator, domain: int, gpus, systems_per_instance: int):
     return (np.asarray(gpus) <= domain) & (systems_per_instance == 1) & bool(up and up.link != "none")
 
 
+def prefill_instances_for(peak_request_rate_per_s: float, prompt_s: float) -> int:
+    """Prefill instances that keep up with prompts arriving at ``peak_request_rate_per_s``, each run alone on
+    its instance in ``prompt_s``: the busiest rate times a lone prompt's time, whole, at least one (the count
+    ``search`` sizes a prefill pool from, and ``plan`` bounds a stated prefill pool's users by)."""
+    return max(math.ceil(peak_request_rate_per_s * prompt_s * (1 + 1e-9)), 1)
+
+
+def prefill_users(instances: int, prompt_s: float, user_request_rate_per_s: float) -> int:
+    """The most users, each sending ``user_request_rate_per_s`` prompts at the peak, whose prompts
+    ``instances`` prefill instances keep up with (``prefill_instances_for``)."""
+    users = math.floor(instances / (prompt_s * (1 + 1e-9)) / user_request_rate_per_s) + 1
+    while users > 0 and prefill_instances_for(users * user_request_rate_per_s, prompt_s) > instances:
+        users -= 1
+    return users
+
+
 @dataclass(frozen=True)
 class PrefillSizing:
     """A scenario's prefill pool beside its decode pool's loadouts."""
@@ -97,39 +119,66 @@ class PrefillSizing:
     shape: InstanceShape  # one prefill instance
     systems: int  # systems (or N-GPU units) the prefill pool adds to the decode pool's loadouts
     one_host: bool  # the pools hand over on the fast link, so a rented deployment keeps them in one instance
+    prompt_s: float  # a lone prompt on one prefill instance
+    user_request_rate_per_s: float  # one user's prompts per second at the peak
 
     @property
     def gpus(self) -> int:
         return self.instances * self.shape.gpus
 
     @property
+    def users(self) -> int:
+        """The users whose prompts the prefill pool keeps up with."""
+        return prefill_users(self.instances, self.prompt_s, self.user_request_rate_per_s)
+
+    @property
+    def capacity_users(self) -> float:
+        """The users whose prompts keep the prefill pool's instances busy at the peak (not floored)."""
+        return self.instances / (self.prompt_s * self.user_request_rate_per_s)
+
+    def instances_for(self, users: int) -> int:
+        """Prefill instances ``users`` users' prompts take."""
+        return prefill_instances_for(users * self.user_request_rate_per_s, self.prompt_s)
+
+    @property
     def note(self) -> str:
         return (f"a prefill pool of {self.instances:,} instance(s) of {self.shape.gpus} GPU(s) runs beside the replica "
                 f"cells, which are the decode pool: {self.systems:,} more system(s) to own, its GPUs rented with theirs; "
-                "the users carried are the decode pool's")
+                f"a lone prompt takes {self.prompt_s:.3f} s on a prefill instance, so the pool keeps up with "
+                f"{self.users:,} users' prompts at the peak; the users carried are the fewer of that and the decode pool's")
 
 
-def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, system: System | None, accel: Accelerator, *,
-                   unit_gpus: int, decode: InstanceShape, decode_instances: int, decode_systems: int) -> PrefillSizing | None:
+def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, w: WorkloadProfile, system: System | None,
+                   accel: Accelerator, *, unit_gpus: int, decode: InstanceShape, decode_instances: int, decode_systems: int) -> PrefillSizing | None:
     """The scenario's prefill pool (None: it states none) beside ``decode_instances`` decode cells of
     ``decode``'s shape that take ``decode_systems`` systems (or N-GPU units of ``unit_gpus``), in
     ``base``'s model, format and engine; an error names the ``prefill_pool`` key at fault."""
     pool = s.prefill_pool
     if pool is None:
         return None
-    spans = _prefill_systems_per_instance(catalog, base, pool.cell, system, unit_gpus)
+    pre, spans = _prefill_instance(catalog, base, pool.cell, system, unit_gpus)
     shape = InstanceShape(pool.cell.gpus, spans)
     total = int(pool_units(shape, decode, pool.instances, decode_instances, unit_gpus))
     gpus = pool.instances * shape.gpus + decode_instances * decode.gpus
     domain = handover_domain(system, domain_gpus(accel, system, unit_gpus))
     one_host = bool(inside(accel, domain, gpus, decode.systems_per_instance))
-    return PrefillSizing(pool.instances, shape, total - decode_systems, one_host)
+    return PrefillSizing(pool.instances, shape, total - decode_systems, one_host, lone_prompt_s(catalog, pre, w),
+                         w.peak_output_tokens_per_s / w.output_tokens_per_request)
 
 
-def _prefill_systems_per_instance(catalog: Catalog, base: Deployment, cell: ScenarioCell, system: System | None,
-                                  unit_gpus: int) -> int:
-    """The systems one prefill instance spans — the decode cell's model, format and engine in the
-    prefill pool's layout — checked to hold the model and to fit the platform."""
+def lone_prompt_s(catalog: Catalog, pre: Deployment, w: WorkloadProfile) -> float:
+    """A prompt's time to its first token run alone on prefill instance ``pre`` (one per data-parallel rank),
+    as ``search`` reads a prefill instance's serving curve at its lightest load."""
+    ctx = ServingContext(catalog, pool_sized(catalog, pre, "prefill"),
+                         Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
+                                  prefix_cache_hit_rate=w.cache_hit_rate))
+    return estimate_at(ctx, ctx.dp).ttft_s
+
+
+def _prefill_instance(catalog: Catalog, base: Deployment, cell: ScenarioCell, system: System | None,
+                      unit_gpus: int) -> tuple[Deployment, int]:
+    """One prefill instance — the decode cell's model, format and engine in the prefill pool's layout —
+    checked to hold the model and to fit the platform, and the systems it spans."""
     field = "prefill_pool.cell"
     if system is None and cell.gpus > unit_gpus:
         raise InvalidScenarioError(f"a prefill instance of {cell.gpus} GPUs is wider than the platform's {unit_gpus}",
@@ -146,4 +195,4 @@ def _prefill_systems_per_instance(catalog: Catalog, base: Deployment, cell: Scen
     if not fits:
         raise InvalidScenarioError(f"{base.model} does not fit in a prefill instance of {cell.gpus} GPU(s) of {base.gpu}",
                                    field=field, allowed="a larger tensor × pipeline parallel size")
-    return spans
+    return pre, spans

@@ -122,7 +122,8 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     gpus = t.cell_host_gpus or t.cell.gpus  # an Ollama server holds its host's GPUs, as an owned loadout's does
     host = t.cell_host_gpus is not None
     if stated is not None:
-        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host, t.cell)
+        users = math.floor(per_cell * stated) if meets else 0
+        return _Cells(gpus, stated, min(users, prefill.users) if prefill else users, prefill, host, t.cell)  # the fewer pool binds
     if not meets:
         return None
     return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell)

@@ -52,6 +52,13 @@ class Sizing:
         return self.loadouts if self.stated_replicas is None else self.stated_replicas / self.capacity.cells
 
     @property
+    def capacity_users(self) -> float:
+        """The users the replica cells run carry at their tightest limit (not floored), or the prefill pool's
+        where it keeps up with fewer users' prompts."""
+        decode = self.loadouts_run * self.users_per_loadout
+        return min(decode, self.prefill.capacity_users) if self.prefill else decode
+
+    @property
     def users_per_loadout_run(self) -> int:
         """Users the replica cells of one loadout carry: of stated cells, the fullest loadout's."""
         c = self.capacity
@@ -127,16 +134,24 @@ def size_loadouts(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfil
                          f"{loadouts:,} carry {s.target_users:,}")
     else:
         loadouts, supported = 1, 0
+    speed_loadouts = loadouts
     if s.replicas is not None:  # the replica cells as stated (a search's pick), packed into whole loadouts
-        stated = math.ceil(s.replicas / cap.cells)
-        notes.append(f"{s.replicas:,} replica cell(s) as stated, in {stated:,} loadout(s)"
-                     + (f"; sizing for {s.target_users:,} users by speed alone would take {loadouts:,}"
-                        if meets and stated != loadouts else ""))
-        loadouts, supported = stated, math.floor(users_per_loadout * s.replicas / cap.cells) if meets else 0
-    prefill = prefill_sizing(catalog, s, base, system, hw.accelerator, unit_gpus=hw.gpus_per_system,
+        loadouts = math.ceil(s.replicas / cap.cells)
+        supported = math.floor(users_per_loadout * s.replicas / cap.cells) if meets else 0
+    prefill = prefill_sizing(catalog, s, base, w, system, hw.accelerator, unit_gpus=hw.gpus_per_system,
                              decode=InstanceShape(cap.cell.gpus, per_loadout), decode_instances=s.replicas or 0,
                              decode_systems=loadouts * per_loadout)
+    if s.replicas is not None:
+        needs = prefill.instances_for(s.target_users) if prefill else None
+        notes.append(f"{s.replicas:,} replica cell(s) as stated, in {loadouts:,} loadout(s)"
+                     + (f"; sizing for {s.target_users:,} users by speed alone would take {speed_loadouts:,}"
+                        + (f" and {needs:,} prefill instance(s)" if needs is not None else "")
+                        if meets and (loadouts != speed_loadouts or (prefill and needs != prefill.instances)) else ""))
     if prefill is not None:
         notes.append(prefill.note)
+        if prefill.users < supported:  # the prefill pool binds: it keeps up with fewer users' prompts
+            supported = prefill.users
+            notes.append(f"the prefill pool binds: {prefill.instances:,} instance(s) keep up with {supported:,} users' "
+                         "prompts, fewer than the decode pool carries")
     return Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
                   min(s.target_users, supported), tuple(notes), space, prefill, s.replicas)

@@ -18,7 +18,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.nodes import over_hosts_refusal
 from inferplan.economics.pools import instance_units
-from inferplan.economics.pools import pool_units as economic_pool_units
+from inferplan.economics.pools import pool_units as economic_pool_units, prefill_instances_for
 from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
 from inferplan.performance.drafts import Acceptance, resolve_acceptance
@@ -278,7 +278,7 @@ def _prefill_side(pre: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
     the wait for an instance at each quantile (M/G/c per arrival state, ``_state_waits``)."""
     states = rl.load.states()
     prefill_s = float(pre.pool_curve("prefill").ttft_s[0])
-    p = np.unique(_counts(np.array([max(np.ceil(_peak_rate(rl) * prefill_s * (1 + 1e-9)), 1.0)]), POOL_STEPS, POOL_FACTORS))
+    p = np.unique(_counts(np.array([float(prefill_instances_for(_peak_rate(rl), prefill_s))]), POOL_STEPS, POOL_FACTORS))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         side = _state_waits([rate for _, rate in states], [prefill_s] * len(states), rl.load.input_tokens_scv, p, rl,
                             np.array([share for share, _ in states]))
