@@ -61,3 +61,17 @@ def test_a_lone_prefill_instance_bounds_the_users_of_many_decode_cells(catalog, 
 def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):
     p = _stated(catalog, pools, 2, 2)
     assert not any(a.startswith("prefix cache: ") for a in p.assumptions)
+
+
+def test_a_drafting_pools_pick_plans_with_its_drafts_on_the_prefill_side_too(catalog):
+    """A pick that drafts (EAGLE-3 here) states its drafts on the scenario; the prefill instance's lone prompt is
+    timed with them, so ``plan`` accepts the pick rather than refusing drafts the workload does not state."""
+    res = search(SearchRequest(models=("qwen3-8b",), request_rate_per_s=20.0, input_len=2000, output_len=500,
+                               accelerators=("h100-sxm",), pricing="rent", engines=("trtllm", "vllm", "sglang"),
+                               disaggregated=True, top=40), catalog)
+    drafting = [r for r in res.results if r.disaggregated and r.speculative_tokens]
+    assert drafting, "no drafting pick with separate pools"
+    for r in drafting:
+        p = plan(Scenario.model_validate(r.scenario), catalog)
+        assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
+        assert p.served_users > 0
