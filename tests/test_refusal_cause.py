@@ -15,7 +15,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.shells.cli import app
 
 LLAMA_SLOTS = dict(model="llama-3.3-70b", system="tinybox-green-v2", engine="llamacpp", quantization="gguf-q4_k_m",
-                   tensor_parallel_size=4, max_model_len=4784, max_num_seqs=416)
+                   tensor_parallel_size=4, max_model_len=8192, max_num_seqs=200)
 
 
 def _shortfall_gib(message: str) -> float:
@@ -27,7 +27,7 @@ def test_too_many_llamacpp_slots_blame_max_num_seqs_with_a_positive_shortfall(ca
         launch_plan(Deployment(**LLAMA_SLOTS), catalog)
     assert err.value.field == "max_num_seqs" and _shortfall_gib(str(err.value)) > 0
     held = int(re.search(r"at most ([\d,]+) sequences", err.value.allowed).group(1).replace(",", ""))
-    assert 1 <= held < 416
+    assert 1 <= held < 200
     launch_plan(Deployment(**{**LLAMA_SLOTS, "max_num_seqs": held}), catalog)  # the cap it names starts
 
 
