@@ -8,7 +8,8 @@ steps (the systems that hold them, or a price of your own). A price cause leads 
 price on the route asked (buying, renting or either), or when most families failed on price and the rest
 missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
 error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
-cause, and are said below it, grouped."""
+cause, and are said below it, grouped. The groups lead with the nearest miss: within a reason, the group whose
+nearest family is closest to the cap or target it missed (the cheapest machine over a capex cap)."""
 
 from __future__ import annotations
 
@@ -47,13 +48,28 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
 
 
 def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
-    by: dict[tuple[str, str, str | None, int | None], list[Family]] = {}
+    """The families grouped by identical reason and message, nearest miss first (``_nearest_first``)."""
+    by: dict[tuple[str, str, str | None, int | None], list[Infeasible]] = {}
     for x in infeasible:
-        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(
-            Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization))
-    ordered = sorted(by.items(), key=lambda kv: -len(kv[1]))  # stable: within a size, the families' own order
-    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f), fits_in_quantization=q, fits_at_max_model_len=n)
-                 for (r, m, q, n), f in ordered)
+        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(x)
+    groups = [ReasonGroup(reason=r, message=m, families=tuple(
+        Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization) for x in xs),
+        shortfall=min((x.shortfall for x in xs if x.shortfall is not None), default=None),
+        fits_in_quantization=q, fits_at_max_model_len=n) for (r, m, q, n), xs in by.items()]
+    return _nearest_first(groups)
+
+
+def _nearest_first(groups: list[ReasonGroup]) -> tuple[ReasonGroup, ...]:
+    """A reason's groups together, the reason failing most families first; within a reason the group nearest
+    the request first (its least ``shortfall``: under a capex cap the cheapest machine, for a missed target the
+    smallest miss), those with no measured distance after, larger first (sorts are stable: then the families'
+    own order)."""
+    families = Counter()
+    for g in groups:
+        families[g.reason] += len(g.families)
+    rank = {r: i for i, r in enumerate(dict.fromkeys(g.reason for g in groups))}
+    return tuple(sorted(groups, key=lambda g: (-families[g.reason], rank[g.reason],
+                                               g.shortfall is None, g.shortfall or 0.0, -len(g.families))))
 
 
 def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, priced: bool) -> bool:
