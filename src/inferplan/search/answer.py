@@ -35,7 +35,12 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
     bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
                    and (p := platforms.get(x.platform)) is not None and p.system is None})
     if not bare:
-        return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
+        too_narrow = req.pricing == "rent" and _listed(catalog, infeasible, platforms)
+        cause = ("no deployment can be priced: no rental listing hosts an engine instance that meets the targets "
+                 "(an instance's GPUs must share a rented host)" if too_narrow else
+                 f"no deployment can be priced: {_route_words(req.pricing)}")
+        return InfeasibleSummary(cause=cause, groups=groups,
+                                 next_steps=_buy_whole(catalog, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
         cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: the catalogue has no rental listing for them"
         return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
@@ -84,6 +89,28 @@ def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, price
     rest = [x for x in infeasible if x.reason not in AT_ANY_PRICE and x.reason != PRICE]
     hair = all(x.reason == "latency" and x.shortfall is not None and x.shortfall <= 1 + margin for x in rest)
     return not rest or (reasons[PRICE] > len(rest) and hair)
+
+
+def _priced_out(infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> list[Platform]:
+    """The platforms of the families that failed on price, each once, in the families' order."""
+    seen = {x.platform: p for x in infeasible if x.reason == PRICE and (p := platforms.get(x.platform)) is not None}
+    return list(seen.values())
+
+
+def _listed(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> bool:
+    """Every platform that failed on price has rental listings for its GPU: no listing was wide enough."""
+    listed = {r.accelerator for r in catalog.rental_prices}
+    out = _priced_out(infeasible, platforms)
+    return bool(out) and all(p.accelerator.id in listed for p in out)
+
+
+def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
+    """Where the listings rent fewer GPUs than an engine instance takes: buy the priced systems searched, whose
+    NVLink domain runs it."""
+    systems = [p.system.id for p in _priced_out(infeasible, platforms)
+               if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
+    return (NextStep(text=f"buy {', '.join(systems)} whole: an engine instance spans the NVLink domain of a bought "
+                          "system", changes={"pricing": "buy"}),) if systems else ()
 
 
 def _route_words(pricing: str) -> str:
