@@ -31,7 +31,7 @@ def test_a_wider_instance_is_refused_naming_the_tray_listing_and_the_rack_to_buy
     assert not rented.results
     (x,) = [x for x in rented.infeasible if x.reason == "price"]
     assert "engine instance of 8 GPUs" in x.message
-    assert f"({LISTING}) rents one 4-GPU tray of the gb200-nvl72, not its 72-GPU NVLink domain" in x.message
+    assert f"({LISTING}) rents 4-GPU trays of the gb200-nvl72, not its 72-GPU NVLink domain" in x.message
     assert "buy the gb200-nvl72" in x.message and "fits in 4 GPUs" in x.message
     s = rented.infeasible_summary
     assert "no rental listing hosts an engine instance" in s.cause
@@ -53,4 +53,14 @@ def test_the_cli_prints_the_ready_command_to_buy():
 def test_a_listing_as_wide_as_the_system_is_said_as_an_instance(catalog):
     hgx = catalog.system("hgx-b200")
     said = largest_listing((("a", 8.6, 8), ("b", 5.0, 1)), "b200", hgx)
-    assert said == "the largest b200 listing (a) rents 8 GPUs in one host"
+    assert said == "the largest b200 listing (a) rents 8-GPU instances"
+
+
+def test_bare_gpus_whose_listings_are_too_narrow_are_not_said_to_have_none(catalog):
+    """Every RTX 5090 listing rents one GPU: Qwen3 32B in FP8 on two is refused for the listing's width."""
+    r = search(SearchRequest(models=("qwen3-32b",), request_rate_per_s=0.5, input_len=1000, output_len=200,
+                             accelerators=("rtx-5090",), pricing="rent", engines=("vllm",), quantizations=("fp8",),
+                             speculative=False, disaggregated=False), catalog)
+    assert not r.results
+    assert r.infeasible_summary.cause == ("renting bare rtx-5090 GPUs cannot be priced: their rental listings rent "
+                                          "fewer GPUs in one host than an engine instance that meets the targets takes")

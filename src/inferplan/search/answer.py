@@ -42,7 +42,7 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
         return InfeasibleSummary(cause=cause, groups=groups,
                                  next_steps=_buy_whole(catalog, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
-        cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: the catalogue has no rental listing for them"
+        cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: {_unrented_words(catalog, bare)}"
         return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
     gpus = ", ".join(bare)
     held = [a for a in bare if priced_systems(catalog, a)]
@@ -111,6 +111,18 @@ def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: 
                if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
     return (NextStep(text=f"buy {', '.join(systems)} whole: an engine instance spans the NVLink domain of a bought "
                           "system", changes={"pricing": "buy"}),) if systems else ()
+
+
+def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
+    """Why renting the ``bare`` GPUs has no price: no listing, or listings narrower than an engine instance."""
+    listed = {r.accelerator for r in catalog.rental_prices}
+    narrow, none = [a for a in bare if a in listed], [a for a in bare if a not in listed]
+    whose = "their" if not none else f"the {', '.join(narrow)}"
+    said = [f"{whose} rental listings rent fewer GPUs in one host than an engine instance that meets the targets "
+            "takes"] if narrow else []
+    if none:
+        said.append(f"the catalogue has no rental listing for {'them' if not narrow else ', '.join(none)}")
+    return "; ".join(said)
 
 
 def _route_words(pricing: str) -> str:

@@ -103,16 +103,16 @@ class FamilyStats:
 def largest_listing(listings: tuple[tuple[str, float, int], ...], accelerator: str, system=None) -> str:
     """What the largest rental listing of ``accelerator`` rents, the listings named: on a ``system`` whose
     operating-system host (a rack's compute tray) is narrower than its NVLink domain, a listing of one host's
-    GPUs rents that host, not the domain: "the largest gb200 listing (rent-…) rents one 4-GPU tray of the
+    GPUs rents that host, not the domain: "the largest gb200 listing (rent-…) rents 4-GPU trays of the
     gb200-nvl72, not its 72-GPU NVLink domain"."""
     largest = max(n for _, _, n in listings)
     named = ", ".join(dict.fromkeys(i for i, _, n in listings if n == largest))
     host = int(system.os_host_gpus.value) if system is not None and system.os_host_gpus is not None else None
     if host is not None and largest == host < system.scale_up_domain_gpus:
         part = "tray" if system.tier == "rack" else "host"
-        return (f"the largest {accelerator} listing ({named}) rents one {largest}-GPU {part} of the {system.id}, "
+        return (f"the largest {accelerator} listing ({named}) rents {largest}-GPU {part}s of the {system.id}, "
                 f"not its {system.scale_up_domain_gpus}-GPU NVLink domain")
-    return f"the largest {accelerator} listing ({named}) rents {largest} GPUs in one host"
+    return f"the largest {accelerator} listing ({named}) rents {largest}-GPU instances"
 
 
 def telling_digits(value: float, limit: float) -> int:
