@@ -105,12 +105,12 @@ def _listed(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dic
 
 
 def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
-    """Where the listings rent fewer GPUs than an engine instance takes: buy the priced systems searched, whose
-    NVLink domain runs it."""
+    """Where the listings rent fewer GPUs in one host than an engine instance takes: buy the priced systems
+    searched, whose whole NVLink domain (and network, past it) an instance may take."""
     systems = [p.system.id for p in _priced_out(infeasible, platforms)
                if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
-    return (NextStep(text=f"buy {', '.join(systems)} whole: an engine instance spans the NVLink domain of a bought "
-                          "system", changes={"pricing": "buy"}),) if systems else ()
+    return (NextStep(text=f"buy {', '.join(systems)} instead: bought, a system is not cut into the hosts a listing "
+                          "rents", changes={"pricing": "buy"}),) if systems else ()
 
 
 def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
