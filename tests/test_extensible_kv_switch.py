@@ -161,3 +161,12 @@ def test_the_switch_s_help_says_where_its_default_is_off_as_the_field_does():
     for said in (field, shown):
         default = said[said.index("(default:"):]
         assert "NixlConnector pool on ROCm and on CUDA with no IMEX channel" in default, said
+
+
+def test_the_cli_refusal_beside_lmcache_names_the_backend_s_flag():
+    args = ["deploy", "--model", "llama-3.3-70b", "--gpu", "mi300x", "--max-model-len", "16384", "--engine", "vllm",
+            "--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--enable-extensible-kv-cache"]
+    refused = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert refused.exit_code != 0
+    assert "with --kv-offloading-backend lmcache" in refused.output and "leave --kv-offloading-backend out" in refused.output
+    assert "kv_offloading_backend" not in refused.output

@@ -8,7 +8,8 @@ steps (the systems that hold them, or a price of your own). A price cause leads 
 price on the route asked (buying, renting or either), or when most families failed on price and the rest
 missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
 error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
-cause, and are said below it, grouped."""
+cause, and are said below it, grouped. The groups lead with the nearest miss: within a reason, the group whose
+nearest family is closest to the cap or target it missed (the cheapest machine over a capex cap)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,14 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
     bare = sorted({p.accelerator.id for x in infeasible if x.reason == PRICE
                    and (p := platforms.get(x.platform)) is not None and p.system is None})
     if not bare:
-        return InfeasibleSummary(cause=f"no deployment can be priced: {_route_words(req.pricing)}", groups=groups)
+        too_narrow = req.pricing == "rent" and _listed(catalog, infeasible, platforms)
+        cause = ("no deployment can be priced: no rental listing hosts an engine instance that meets the targets "
+                 "(an instance's GPUs must share a rented host)" if too_narrow else
+                 f"no deployment can be priced: {_route_words(req.pricing)}")
+        return InfeasibleSummary(cause=cause, groups=groups,
+                                 next_steps=_buy_whole(catalog, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
-        cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: the catalogue has no rental listing for them"
+        cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: {_unrented_words(catalog, bare)}"
         return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
     gpus = ", ".join(bare)
     held = [a for a in bare if priced_systems(catalog, a)]
@@ -47,13 +53,28 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
 
 
 def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
-    by: dict[tuple[str, str, str | None, int | None], list[Family]] = {}
+    """The families grouped by identical reason and message, nearest miss first (``_nearest_first``)."""
+    by: dict[tuple[str, str, str | None, int | None], list[Infeasible]] = {}
     for x in infeasible:
-        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(
-            Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization))
-    ordered = sorted(by.items(), key=lambda kv: -len(kv[1]))  # stable: within a size, the families' own order
-    return tuple(ReasonGroup(reason=r, message=m, families=tuple(f), fits_in_quantization=q, fits_at_max_model_len=n)
-                 for (r, m, q, n), f in ordered)
+        by.setdefault((x.reason, x.message, x.fits_in_quantization, x.fits_at_max_model_len), []).append(x)
+    groups = [ReasonGroup(reason=r, message=m, families=tuple(
+        Family(model=x.model, platform=x.platform, engine=x.engine, quantization=x.quantization) for x in xs),
+        shortfall=min((x.shortfall for x in xs if x.shortfall is not None), default=None),
+        fits_in_quantization=q, fits_at_max_model_len=n) for (r, m, q, n), xs in by.items()]
+    return _nearest_first(groups)
+
+
+def _nearest_first(groups: list[ReasonGroup]) -> tuple[ReasonGroup, ...]:
+    """A reason's groups together, the reason failing most families first; within a reason the group nearest
+    the request first (its least ``shortfall``: under a capex cap the cheapest machine, for a missed target the
+    smallest miss), those with no measured distance after, larger first (sorts are stable: then the families'
+    own order)."""
+    families = Counter()
+    for g in groups:
+        families[g.reason] += len(g.families)
+    rank = {r: i for i, r in enumerate(dict.fromkeys(g.reason for g in groups))}
+    return tuple(sorted(groups, key=lambda g: (-families[g.reason], rank[g.reason],
+                                               g.shortfall is None, g.shortfall or 0.0, -len(g.families))))
 
 
 def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, priced: bool) -> bool:
@@ -68,6 +89,40 @@ def _price_is_the_cause(infeasible: tuple[Infeasible, ...], margin: float, price
     rest = [x for x in infeasible if x.reason not in AT_ANY_PRICE and x.reason != PRICE]
     hair = all(x.reason == "latency" and x.shortfall is not None and x.shortfall <= 1 + margin for x in rest)
     return not rest or (reasons[PRICE] > len(rest) and hair)
+
+
+def _priced_out(infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> list[Platform]:
+    """The platforms of the families that failed on price, each once, in the families' order."""
+    seen = {x.platform: p for x in infeasible if x.reason == PRICE and (p := platforms.get(x.platform)) is not None}
+    return list(seen.values())
+
+
+def _listed(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> bool:
+    """Every platform that failed on price has rental listings for its GPU: no listing was wide enough."""
+    listed = {r.accelerator for r in catalog.rental_prices}
+    out = _priced_out(infeasible, platforms)
+    return bool(out) and all(p.accelerator.id in listed for p in out)
+
+
+def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
+    """Where the listings rent fewer GPUs in one host than an engine instance takes: buy the priced systems
+    searched, whose whole NVLink domain (and network, past it) an instance may take."""
+    systems = [p.system.id for p in _priced_out(infeasible, platforms)
+               if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
+    return (NextStep(text=f"buy {', '.join(systems)} instead: bought, a system is not cut into the hosts a listing "
+                          "rents", changes={"pricing": "buy"}),) if systems else ()
+
+
+def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
+    """Why renting the ``bare`` GPUs has no price: no listing, or listings narrower than an engine instance."""
+    listed = {r.accelerator for r in catalog.rental_prices}
+    narrow, none = [a for a in bare if a in listed], [a for a in bare if a not in listed]
+    whose = "their" if not none else f"the {', '.join(narrow)}"
+    said = [f"{whose} rental listings rent fewer GPUs in one host than an engine instance that meets the targets "
+            "takes"] if narrow else []
+    if none:
+        said.append(f"the catalogue has no rental listing for {'them' if not narrow else ', '.join(none)}")
+    return "; ".join(said)
 
 
 def _route_words(pricing: str) -> str:

@@ -58,10 +58,6 @@ class UnitCosts:
         """Whether the unit has a price on the route asked: a purchase price, or a rental listing."""
         return (pricing != "rent" and self.capex_usd is not None) or (pricing != "buy" and bool(self.listings))
 
-    @property
-    def largest_rent_instance_gpus(self) -> int | None:
-        return max((x[2] for x in self.listings), default=None)
-
 
 def unit_costs(catalog: Catalog, p: Platform, model: str, usd_per_gpu: float | None = None) -> UnitCosts:
     """A platform unit's purchase, monthly owner and monthly rent cost, priced as ``plan`` prices a

@@ -65,12 +65,17 @@ class FamilyStats:
     least_capex: float = np.inf
     least_power: float = np.inf
     priced: bool = False
-    unrentable: tuple[int, int, str] | None = None  # the narrowest engine instance no listing hosts, the largest listing, GPU
+    # the narrowest engine instance no listing hosts, the largest listing's GPUs and what it rents
+    # (``largest_listing``), and whether a bought system runs that instance inside its NVLink domain
+    unrentable: tuple[int, int, str, bool] | None = None
 
-    def note_unrentable(self, width: int, largest: int, accelerator: str) -> None:
-        """A cell whose engine instance (``width`` GPUs in one host) no rental listing holds."""
+    def note_unrentable(self, width: int, listings: tuple[tuple[str, float, int], ...], accelerator: str,
+                        system=None, domain_gpus: int = 0) -> None:
+        """A cell whose engine instance (``width`` GPUs in one host) no rental listing (``listings``, as
+        ``UnitCosts.listings``) holds; ``system``: the platform's, bought whole, its NVLink domain ``domain_gpus``."""
         if self.unrentable is None or width < self.unrentable[0]:
-            self.unrentable = (width, largest, accelerator)
+            self.unrentable = (width, max(n for _, _, n in listings), largest_listing(listings, accelerator, system),
+                               system is not None and width <= domain_gpus)
 
     def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray, paid: np.ndarray,
             power: np.ndarray) -> None:
@@ -93,6 +98,21 @@ class FamilyStats:
             self.least_power = min(self.least_power, float(np.nanmin(pw)) if np.isfinite(pw).any() else np.inf)
             self.priced |= bool(np.isfinite(priced[stable_met]).any())
         self.feasible |= bool(feasible.any())
+
+
+def largest_listing(listings: tuple[tuple[str, float, int], ...], accelerator: str, system=None) -> str:
+    """What the largest rental listing of ``accelerator`` rents, the listings named: on a ``system`` whose
+    operating-system host (a rack's compute tray) is narrower than its NVLink domain, a listing of one host's
+    GPUs rents that host, not the domain: "the largest gb200 listing (rent-…) rents 4-GPU trays of the
+    gb200-nvl72, not its 72-GPU NVLink domain"."""
+    largest = max(n for _, _, n in listings)
+    named = ", ".join(dict.fromkeys(i for i, _, n in listings if n == largest))
+    host = int(system.os_host_gpus.value) if system is not None and system.os_host_gpus is not None else None
+    if host is not None and largest == host < system.scale_up_domain_gpus:
+        part = "tray" if system.tier == "rack" else "host"
+        return (f"the largest {accelerator} listing ({named}) rents {largest}-GPU {part}s of the {system.id}, "
+                f"not its {system.scale_up_domain_gpus}-GPU NVLink domain")
+    return f"the largest {accelerator} listing ({named}) rents {largest}-GPU instances"
 
 
 def telling_digits(value: float, limit: float) -> int:
@@ -147,9 +167,11 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
                    s.least_gpus / max_gpus)
     if not s.priced:
         if s.unrentable is not None and pricing != "buy":
-            width, largest, accel = s.unrentable
-            return out("price", f"no rental listing hosts an engine instance of {width} GPUs: the largest {accel} "
-                       f"listing is a {largest}-GPU instance, and an instance's GPUs must share a host")
+            width, largest, rented, whole = s.unrentable
+            instead = (f"; buy the {platform}, which runs it inside its NVLink domain, or search a weight format "
+                       f"whose instance fits in {largest} GPUs") if whole else ""
+            return out("price", f"no rental listing hosts an engine instance of {width} GPUs: {rented}, and an "
+                       f"instance's GPUs must share a host{instead}")
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         if bare is not None:  # one message for every N of the GPU: their families group as one reason
             inside = ", which it prices inside systems" if pricing != "rent" and bare_in_systems else ""

@@ -173,6 +173,7 @@ class ReasonGroup(_Frozen):
     reason: str  # as ``Infeasible.reason``
     message: str
     families: tuple[Family, ...]
+    shortfall: float | None = None  # the least of its families' (``Infeasible.shortfall``); None: none measured
     fits_in_quantization: str | None = None  # as ``Infeasible``'s: families with another hint are another group
     fits_at_max_model_len: int | None = None
 
@@ -190,7 +191,7 @@ class InfeasibleSummary(_Frozen):
     (``answer.py``)."""
 
     cause: str | None = None  # one sentence that explains the answer (None: no single cause)
-    groups: tuple[ReasonGroup, ...] = ()  # largest first
+    groups: tuple[ReasonGroup, ...] = ()  # by reason, the most families first; within one, nearest the request first
     next_steps: tuple[NextStep, ...] = ()
 
 

@@ -199,7 +199,8 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats, near: NearMisses):
     feasible = met & capped
     fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible, paid, power)
     if req.pricing != "buy" and not grid.rent_quotes and cm.costs.listings:
-        fam.note_unrentable(cm.cell.gpus, cm.costs.largest_rent_instance_gpus, cm.cell.platform.accelerator.id)
+        p = cm.cell.platform
+        fam.note_unrentable(cm.cell.gpus, cm.costs.listings, p.accelerator.id, p.system, p.domain_gpus)
     value = objective_values(req, monthly, capex, paid, power)
     slow = slow_request_s(grid, rl)
     near.add(cm, grid, capped, value, monthly, renting, capex, paid, slow)

@@ -36,7 +36,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "input_len", "output_len", "concurrency", "speculative_tokens", "acceptance_rate", "prefix_cache_hit_rate",
     "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
-    "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
+    "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
     "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
     "sched_spread", "max_mamba_cache_size", "mamba_full_memory_ratio",

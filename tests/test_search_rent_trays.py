@@ -1,0 +1,66 @@
+"""The catalogue rents GB200 NVL72 by the 4-GPU compute tray (CoreWeave's listing: 4 GPUs, 144 vCPU, 960 GB RAM),
+not the rack's 72-GPU NVLink domain: renting refuses a wider engine instance, and says why (the listing, named,
+rents one tray) and what to do (buy the rack, as a ready command, or a format that fits in 4 GPUs)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.search.reasons import largest_listing
+from inferplan.search.request import SearchRequest
+from inferplan.search.run import search
+from inferplan.shells.cli import app
+
+ASK = dict(models=("deepseek-r1",), users=100, workload="chat-seat", systems=("gb200-nvl72",), engines=("sglang",))
+LISTING = "rent-coreweave-gb200-nvl72-na"
+
+
+@pytest.fixture(scope="module")
+def rented(catalog):
+    return search(SearchRequest(**ASK, pricing="rent"), catalog)
+
+
+def test_the_catalogue_rents_gb200_by_the_tray(catalog):
+    listings = [r for r in catalog.rental_prices if r.accelerator in ("gb200", "gb300")]
+    rack = catalog.system("gb200-nvl72")
+    assert listings and all(r.gpus_per_instance == rack.os_host_gpus.value < rack.scale_up_domain_gpus for r in listings)
+
+
+def test_a_wider_instance_is_refused_naming_the_tray_listing_and_the_rack_to_buy(rented):
+    assert not rented.results
+    (x,) = [x for x in rented.infeasible if x.reason == "price"]
+    assert "engine instance of 8 GPUs" in x.message
+    assert f"({LISTING}) rents 4-GPU trays of the gb200-nvl72, not its 72-GPU NVLink domain" in x.message
+    assert "buy the gb200-nvl72" in x.message and "fits in 4 GPUs" in x.message
+    s = rented.infeasible_summary
+    assert "no rental listing hosts an engine instance" in s.cause
+    assert [n.changes for n in s.next_steps] == [{"pricing": "buy"}] and "gb200-nvl72" in s.next_steps[0].text
+
+
+def test_the_buy_step_finds_instances_across_the_nvlink_domain(catalog, rented):
+    bought = search(SearchRequest(**ASK, **rented.infeasible_summary.next_steps[0].changes), catalog)
+    assert bought.results and max(d.gpus_per_instance for d in bought.results) > 4
+
+
+def test_the_cli_prints_the_ready_command_to_buy():
+    out = CliRunner().invoke(app, ["search", "--model", "deepseek-r1", "--users", "100", "--systems", "gb200-nvl72",
+                                   "--engines", "sglang", "--rent"], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    assert "inferplan search --model deepseek-r1 --users 100 --systems gb200-nvl72 --engines sglang --buy" in out.output
+
+
+def test_a_listing_as_wide_as_the_system_is_said_as_an_instance(catalog):
+    hgx = catalog.system("hgx-b200")
+    said = largest_listing((("a", 8.6, 8), ("b", 5.0, 1)), "b200", hgx)
+    assert said == "the largest b200 listing (a) rents 8-GPU instances"
+
+
+def test_bare_gpus_whose_listings_are_too_narrow_are_not_said_to_have_none(catalog):
+    """Every RTX 5090 listing rents one GPU: Qwen3 32B in FP8 on two is refused for the listing's width."""
+    r = search(SearchRequest(models=("qwen3-32b",), request_rate_per_s=0.5, input_len=1000, output_len=200,
+                             accelerators=("rtx-5090",), pricing="rent", engines=("vllm",), quantizations=("fp8",),
+                             speculative=False, disaggregated=False), catalog)
+    assert not r.results
+    assert r.infeasible_summary.cause == ("renting bare rtx-5090 GPUs cannot be priced: their rental listings rent "
+                                          "fewer GPUs in one host than an engine instance that meets the targets takes")
