@@ -8,6 +8,7 @@ import pytest
 
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 from inferplan.search.request import SearchRequest
 from inferplan.search.run import search
 
@@ -56,6 +57,16 @@ def test_a_lone_prefill_instance_bounds_the_users_of_many_decode_cells(catalog, 
     assert "prefill instance(s)" in next(a for a in p.assumptions if "by speed alone" in a)
     assert p.rented_users == p.supported_users  # the rent route carries what the prefill pool keeps up with
     assert p.capacity_users < p.supported_users + 1  # and so do the at-capacity figures
+
+
+def test_the_plans_binding_is_the_prefill_pool_where_it_bounds_the_users(catalog, pools):
+    lone, ample = _stated(catalog, pools, 40, 1), _stated(catalog, pools, 40, 40)
+    assert lone.binding == "prefill pool" and lone.capacity.binding != "prefill pool"
+    users = next(c for c in plan_cards(lone) if c.key == "users")
+    assert "binding: the prefill pool (1 instance keeps up with" in users.note
+    assert f"binding: {lone.capacity.binding}" not in users.note
+    assert ample.binding == ample.capacity.binding  # 40 prefill instances keep up with the decode pool's users
+    assert "binding: the prefill pool" not in next(c for c in plan_cards(ample) if c.key == "users").note
 
 
 def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):

@@ -30,4 +30,4 @@ def deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tu
             f"loadout, replica cell (its memory and speed) and output tokens per MW stay the owned loadout's, what "
             f"owning would run")
     return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
-                               notes=(*size.notes, note)), float(rent.users)
+                               notes=(*size.notes, note), prefill_binds=rent.prefill_binds), float(rent.users)

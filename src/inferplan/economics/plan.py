@@ -56,6 +56,10 @@ class PlanResult(BaseModel):
     # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's); the owned loadout's
     # even where a rented scenario's rented cells are another machine
     users_per_loadout: int = 0
+    # what limits supported_users: one loadout's tightest limit (capacity.binding: token throughput, concurrency,
+    # per-request memory, service target), or "prefill pool" where a stated prefill pool keeps up with fewer users'
+    # prompts than the decode pool carries
+    binding: str
     served_users: int
     capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
@@ -298,7 +302,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         prefill_gpus_per_instance=size.prefill.shape.gpus if size.prefill else None,
         prefill_systems=size.prefill.systems if size.prefill else 0,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
-        users_per_loadout=size.users_per_loadout_run, rented=costs.rented,
+        users_per_loadout=size.users_per_loadout_run, binding=size.binding, rented=costs.rented,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
         capital_recovery_years=rates.capital_recovery_years, monthly_costs=costs.monthly,
         modeled_monthly_operating_cost_usd=costs.operating_usd_per_month,

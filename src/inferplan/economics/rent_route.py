@@ -64,6 +64,7 @@ class RentRoute:
     cell_gpus: int | None = None  # GPUs of one rented replica cell
     users: int | None = None  # users the rented cells carry
     cell: CellCapacity | None = None  # the rented replica cell (its layout, memory and speed)
+    prefill_binds: bool = False  # the prefill pool rented beside the cells keeps up with fewer users than they carry
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class _Cells:
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
     host: bool = False  # an Ollama server: it holds its whole instance, one server per instance
     cell: CellCapacity | None = None  # the layout's replica cell
+    prefill_binds: bool = False  # the prefill pool keeps up with fewer users' prompts than the cells carry
 
     @property
     def text(self) -> str:
@@ -102,14 +104,15 @@ class _Cells:
         return RentRoute(basis="your rate per GPU-hour",
                          usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
-                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell)
+                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell,
+                         prefill_binds=self.prefill_binds)
 
     def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q = rented.quote
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
-                         users=self.users, cell=self.cell)
+                         users=self.users, cell=self.cell, prefill_binds=self.prefill_binds)
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,
@@ -123,7 +126,8 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     host = t.cell_host_gpus is not None
     if stated is not None:
         users = math.floor(per_cell * stated) if meets else 0
-        return _Cells(gpus, stated, min(users, prefill.users) if prefill else users, prefill, host, t.cell)  # the fewer pool binds
+        binds = prefill is not None and prefill.users < users  # the fewer pool binds
+        return _Cells(gpus, stated, prefill.users if binds else users, prefill, host, t.cell, binds)
     if not meets:
         return None
     return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell)
