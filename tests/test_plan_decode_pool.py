@@ -72,3 +72,15 @@ def test_the_plans_binding_is_the_prefill_pool_where_it_bounds_the_users(catalog
 def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):
     p = _stated(catalog, pools, 2, 2)
     assert not any(a.startswith("prefix cache: ") for a in p.assumptions)
+
+
+def test_a_pools_pick_that_drafts_plans_its_prefill_pool_with_the_drafts(catalog):
+    res = search(SearchRequest(models=("qwen3-8b",), request_rate_per_s=20.0, input_len=2000, output_len=500,
+                               accelerators=("h100-sxm",), pricing="rent", engines=("vllm",), disaggregated=True,
+                               top=40), catalog)
+    picks = [r for r in res.results if r.disaggregated and r.speculative_tokens]
+    assert picks, "no drafting pick with separate pools"
+    for r in picks:  # the prefill instance's lone prompt is read with the cells' drafts, as the search reads it
+        p = plan(Scenario.model_validate(r.scenario), catalog)
+        assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
+        assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1 / (p.capacity.cell.concurrency_at_target + 1) + CURVE)

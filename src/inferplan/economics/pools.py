@@ -20,7 +20,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, System
-from inferplan.economics.capacity import spanning_cell
+from inferplan.economics.capacity import drafts, spanning_cell
 from inferplan.economics.scenario import Cell as ScenarioCell
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
@@ -168,10 +168,11 @@ def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, w: WorkloadP
 
 def lone_prompt_s(catalog: Catalog, pre: Deployment, w: WorkloadProfile) -> float:
     """A prompt's time to its first token run alone on prefill instance ``pre`` (one per data-parallel rank),
-    as ``search`` reads a prefill instance's serving curve at its lightest load."""
+    as ``search`` reads a prefill instance's serving curve at its lightest load: with the cells' drafts, which
+    ``pre`` carries as they do."""
     ctx = ServingContext(catalog, pool_sized(catalog, pre, "prefill"),
                          Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
-                                  prefix_cache_hit_rate=w.cache_hit_rate))
+                                  prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w)))
     return estimate_at(ctx, ctx.dp).ttft_s
 
 
