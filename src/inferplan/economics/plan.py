@@ -50,6 +50,7 @@ class PlanResult(BaseModel):
     prefill_instances: int | None = None  # separate pools: the prefill instances beside the replica cells (the decode pool)
     prefill_gpus_per_instance: int | None = None
     prefill_systems: int = 0  # systems (or N-GPU units) the prefill pool adds to the loadouts
+    prefill_users: int | None = None  # separate pools: the users whose prompts the prefill pool keeps up with at the peak
     gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts (rented on another machine than the loadout: by the rented cells, as a note says)
@@ -301,6 +302,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         prefill_instances=size.prefill.instances if size.prefill else None,
         prefill_gpus_per_instance=size.prefill.shape.gpus if size.prefill else None,
         prefill_systems=size.prefill.systems if size.prefill else 0,
+        prefill_users=size.prefill.users if size.prefill else None,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
         users_per_loadout=size.users_per_loadout_run, binding=size.binding, rented=costs.rented,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
