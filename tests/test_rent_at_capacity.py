@@ -8,6 +8,7 @@ import pytest
 from inferplan.economics import money
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 
 
 def _qwen(system: str, **extra) -> Scenario:
@@ -52,3 +53,9 @@ def test_rented_cells_carrying_the_loadouts_users_say_so_once_and_keep_them_unfl
     assert "not the loadouts'" not in note
     assert r.capacity_users == pytest.approx(owned.capacity_users, rel=1e-9) and r.capacity_users != r.supported_users
 
+
+def test_the_loadouts_card_says_how_many_target_users_stated_cells_serve(catalog):
+    r = plan(_qwen("hgx-h100", target_users=500_000, cell={"tensor_parallel_size": 1}, replicas=1, rented=False), catalog)
+    note = next(c for c in plan_cards(r) if c.key == "loadouts").note
+    assert r.served_users < 500_000 and f"serving {r.served_users:,} of the 500,000 target users" in note
+    assert "for 500,000 users" not in note

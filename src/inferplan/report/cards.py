@@ -207,6 +207,8 @@ def _loadouts_note(r: PlanResult) -> str:
         return f"no loadout carries a user ({c.binding} binds): {what} is priced"
     if r.users_on_rented_cells:
         return f"{what}, what owning would run; the rented cells are another machine (the rent's)"
+    if r.served_users < r.target_users:  # stated cells, or a prefill pool, carry fewer than the target
+        return f"{what}, serving {r.served_users:,} of the {r.target_users:,} target users"
     return f"{what} for {r.target_users:,} users"
 
 
