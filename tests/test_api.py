@@ -154,6 +154,30 @@ def test_a_quote_needs_a_real_price_a_past_date_a_vendor_and_numbers_not_text(cl
             assert item["allowed"] == f"a number at least 1 and at most {top}", r.text
 
 
+def test_a_quote_or_power_given_as_text_says_at_least_1_too(client):
+    for value, said in (("x", "is not a number: this field takes a number at least 1"), ("5", "is text"),
+                        (True, "is a yes/no value")):
+        for key, top in (("quote_usd_per_system", "10,000,000,000"), ("power_w_per_system", "100,000,000")):
+            scenario = {**SCENARIO, "platform": {"system": "hgx-h100", key: value}}
+            r = client.post("/api/plan", json={"scenario": scenario, "draws": 0})
+            item = r.json()["detail"][0]
+            assert r.status_code == 422 and item["loc"][-1] == key and said in item["msg"], r.text
+            assert item["allowed"] == f"a number at least 1 and at most {top}", r.text  # not "more than 0"
+    bare = {**SCENARIO, "platform": {"gpu": "h100-sxm", "gpus": 1}}  # no quote: the quote asked for is at least $1 too
+    error = client.post("/api/plan", json={"scenario": bare, "draws": 0}).json()["error"]
+    assert error["field"] == "scenario.platform.quote_usd_per_system" and "at least 1" in error["allowed"], error
+
+
+def test_a_prefill_cell_with_ranks_not_expert_parallel_says_what_is_allowed(client):
+    pool = {"instances": 1, "cell": {"data_parallel_size": 2}}
+    scenario = {**SCENARIO, "cell": {}, "replicas": 1, "prefill_pool": pool}
+    r = client.post("/api/plan", json={"scenario": scenario, "draws": 0})
+    item = r.json()["detail"][0]
+    assert r.status_code == 422 and item["loc"][-2:] == ["prefill_pool", "cell"], r.text
+    assert "needs enable_expert_parallel: true" in item["msg"]
+    assert item["allowed"] == "data_parallel_size 1, or enable_expert_parallel: true beside a larger one", r.text
+
+
 def test_rows_stored_before_a_bound_was_added_still_read(tmp_path):
     """A quote under $1 or a power under 1 W was accepted before; the store still reads such rows."""
     import json

@@ -587,3 +587,16 @@ def test_a_mac_scenario_that_names_no_engine_is_planned_on_llama_cpp():
     named = plan(Scenario.model_validate({**mac, "engine": "vllm"}), CATALOG)
     assert any(a.startswith("memory rule: llama.cpp") for a in default.capacity.cell.assumptions)
     assert any(a.startswith("memory rule: vLLM") for a in named.capacity.cell.assumptions)
+
+
+def test_a_stated_running_cap_beyond_the_kv_cache_is_noted_as_never_binding():
+    s = scenario(model="llama-3.1-70b-instruct", quantization="fp8", cell={"tensor_parallel_size": 4, "max_num_seqs": 4096})
+    r = plan(s, CATALOG)
+    cell = r.capacity.cell
+    assert cell.stated_max_num_seqs == 4096 and cell.engine_slots == cell.kv_max_concurrency < 4096
+    note = next(a for a in r.assumptions if a.startswith("the stated max_num_seqs (4,096) is more than the KV cache"))
+    assert f"runs at most {cell.engine_slots:,} at once" in note
+    small = plan(scenario(model="llama-3.1-70b-instruct", quantization="fp8",
+                          cell={"tensor_parallel_size": 4, "max_num_seqs": 16}), CATALOG)
+    assert small.capacity.cell.engine_slots == 16  # a cap the KV cache holds binds, and says nothing
+    assert not any(a.startswith("the stated max_num_seqs") for a in small.assumptions)

@@ -8,6 +8,7 @@ import pytest
 
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 from inferplan.search.request import SearchRequest
 from inferplan.search.run import search
 
@@ -58,20 +59,28 @@ def test_a_lone_prefill_instance_bounds_the_users_of_many_decode_cells(catalog, 
     assert p.capacity_users < p.supported_users + 1  # and so do the at-capacity figures
 
 
+def test_the_plans_binding_is_the_prefill_pool_where_it_bounds_the_users(catalog, pools):
+    lone, ample = _stated(catalog, pools, 40, 1), _stated(catalog, pools, 40, 40)
+    assert lone.binding == "prefill pool" and lone.capacity.binding != "prefill pool"
+    users = next(c for c in plan_cards(lone) if c.key == "users")
+    assert "binding: the prefill pool (1 instance keeps up with" in users.note
+    assert f"binding: {lone.capacity.binding}" not in users.note
+    assert ample.binding == ample.capacity.binding  # 40 prefill instances keep up with the decode pool's users
+    assert "binding: the prefill pool" not in next(c for c in plan_cards(ample) if c.key == "users").note
+
+
 def test_decode_cells_note_no_prefix_cache_the_workload_lacks(catalog, pools):
     p = _stated(catalog, pools, 2, 2)
     assert not any(a.startswith("prefix cache: ") for a in p.assumptions)
 
 
-def test_a_drafting_pools_pick_plans_with_its_drafts_on_the_prefill_side_too(catalog):
-    """A pick that drafts (EAGLE-3 here) states its drafts on the scenario; the prefill instance's lone prompt is
-    timed with them, so ``plan`` accepts the pick rather than refusing drafts the workload does not state."""
+def test_a_pools_pick_that_drafts_plans_its_prefill_pool_with_the_drafts(catalog):
     res = search(SearchRequest(models=("qwen3-8b",), request_rate_per_s=20.0, input_len=2000, output_len=500,
-                               accelerators=("h100-sxm",), pricing="rent", engines=("trtllm", "vllm", "sglang"),
-                               disaggregated=True, top=40), catalog)
-    drafting = [r for r in res.results if r.disaggregated and r.speculative_tokens]
-    assert drafting, "no drafting pick with separate pools"
-    for r in drafting:
+                               accelerators=("h100-sxm",), pricing="rent", engines=("vllm",), disaggregated=True,
+                               top=40), catalog)
+    picks = [r for r in res.results if r.disaggregated and r.speculative_tokens]
+    assert picks, "no drafting pick with separate pools"
+    for r in picks:  # the prefill instance's lone prompt is read with the cells' drafts, as the search reads it
         p = plan(Scenario.model_validate(r.scenario), catalog)
         assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
-        assert p.served_users > 0
+        assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1 / (p.capacity.cell.concurrency_at_target + 1) + CURVE)

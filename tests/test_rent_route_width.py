@@ -82,9 +82,9 @@ def test_a_rented_tray_of_a_rack_is_planned_as_the_tray_not_the_rack(catalog):
     r = plan(s, catalog)
     owned = plan(s.model_copy(update={"rented": False}), catalog)
     assert (r.rented_cell_gpus, r.rented_instance_gpus) == (4, 4) and owned.capacity.cell.gpus > 4
-    assert r.supported_users == r.rented_users == r.capacity_users < owned.supported_users
+    assert r.supported_users == r.rented_users == int(r.capacity_users) < owned.supported_users
     assert r.owner_cost_usd_per_mtok_at_capacity == pytest.approx(
-        r.rent_usd_per_month / (r.rented_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
+        r.rent_usd_per_month / (r.capacity_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
     assert any("another machine than the owned loadout" in a for a in r.assumptions)
 
 

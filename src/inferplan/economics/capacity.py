@@ -367,6 +367,17 @@ def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *,
     return loadout.model_copy(update={"cell_host_gpus": host_gpus})
 
 
+def _stated_cap_note(cap: CellCapacity, w: WorkloadProfile) -> str | None:
+    """Where a stated running cap is more than the KV cache holds at the request shape: the cache binds, not the cap."""
+    stated = cap.stated_max_num_seqs
+    if stated is None or stated * cap.data_parallel_size <= cap.engine_slots or cap.engine_slots != cap.kv_max_concurrency:
+        return None
+    per_cell = f"{stated:,}" + (f" per rank × {cap.data_parallel_size} ranks" if cap.data_parallel_size > 1 else "")
+    return (f"the stated max_num_seqs ({per_cell}) is more than the KV cache holds: {cap.kv_max_concurrency:,} requests "
+            f"of {w.input_tokens_per_request + w.output_tokens_per_request:,} tokens per cell, so a cell runs at most "
+            f"{cap.engine_slots:,} at once (its engine slots) and the stated cap never binds")
+
+
 def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, cell_gpus: int, system: str, system_gpus: int,
             layout: str, extra: tuple[str, ...] = ()) -> LoadoutCapacity:
     """The users ``cells`` replica cells of ``cell_gpus`` GPUs and capacity ``cap`` carry in a loadout of
@@ -405,6 +416,7 @@ def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, cell_gpus: int
         notes.append(f"input tokens bind the throughput: a user sends {w.peak_input_tokens_per_s:,.1f} input tok/s in the busiest "
                      f"hour, more per output token ({(1 - w.output_share) / w.output_share:,.1f}) than the request shape's "
                      f"{w.input_tokens_per_request / w.output_tokens_per_request:,.1f}")
+    notes.extend(n for n in (_stated_cap_note(cap, w),) if n)
     notes.extend(cap.assumptions)
     if not cap.meets_target:
         notes.append(f"even one request gets only {cap.output_tokens_per_s_per_user:.1f} tok/s: the service target is not met")

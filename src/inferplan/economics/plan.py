@@ -9,7 +9,6 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from typing import Callable, TypeVar
@@ -19,7 +18,9 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import CellCapacity, LoadoutCapacity
+from inferplan.economics.deployed import deployed
 from inferplan.economics.operating import Costs, owned_costs, rented_costs
+from inferplan.economics.per_token import PerToken, per_token
 from inferplan.memory.resolve import resolve_model
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
                                              money_rates, platform_status, superseded_api_prices_note)
@@ -49,12 +50,17 @@ class PlanResult(BaseModel):
     prefill_instances: int | None = None  # separate pools: the prefill instances beside the replica cells (the decode pool)
     prefill_gpus_per_instance: int | None = None
     prefill_systems: int = 0  # systems (or N-GPU units) the prefill pool adds to the loadouts
+    prefill_users: int | None = None  # separate pools: the users whose prompts the prefill pool keeps up with at the peak
     gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts (rented on another machine than the loadout: by the rented cells, as a note says)
     # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's); the owned loadout's
     # even where a rented scenario's rented cells are another machine
     users_per_loadout: int = 0
+    # what limits supported_users: one loadout's tightest limit (capacity.binding: token throughput, concurrency,
+    # per-request memory, service target), or "prefill pool" where a stated prefill pool keeps up with fewer users'
+    # prompts than the decode pool carries
+    binding: str
     served_users: int
     capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
@@ -210,35 +216,12 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
                       owned.operating_usd_per_month - owned.monthly.staff_usd, owned_users=size.served_users,
                       prefill=size.prefill)
     costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
-    size, capacity_users = _deployed(s, size, rent, hw.gpus_per_system)
+    size, capacity_users = deployed(s, size, rent, hw.gpus_per_system)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
-    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month, capacity_users)
+    tokens = per_token(w, size, rates, costs, quotes.alternative_api_usd, s.money, rent.usd_per_month, capacity_users)
     route = recommend(_route_figures(s, size, owned, quotes, rent, rates, catalog.constant("rent-first-below-use")))
-    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token, route, capacity_users,
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, tokens, route, capacity_users,
                      on_rented_cells=size is not known.sizing)
-
-
-def _deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
-    """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
-    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack: instances narrower than the
-    owned system of ``system_gpus`` GPUs, or cells of another width), the rented cells' users, with a note that says
-    which figures are theirs and which stay the owned loadout's (its GPUs, users per loadout and replica cell).
-    Cells of the owned width on instances as wide as the system are the same machine, however many the target needs,
-    so they carry the loadouts' users: the same GPUs carry the same users owned or rented."""
-    owned_cells = s.replicas or size.loadouts * size.capacity.cells
-    cell_gpus = size.capacity.cell_host_gpus or size.capacity.cell.gpus  # an Ollama server's: its host's, as rented
-    narrower = rent.instance_gpus is not None and rent.instance_gpus < system_gpus
-    if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
-        return size, size.capacity_users
-    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
-            f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
-            f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
-            f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users, not the loadouts' "
-            f"{size.supported_users:,}, and the launch command is a rented cell's; the loadouts, their GPUs, users per "
-            f"loadout, replica cell (its memory and speed) and output tokens per MW stay the owned loadout's, what "
-            f"owning would run")
-    return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
-                               notes=(*size.notes, note)), float(rent.users)
 
 
 def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
@@ -307,60 +290,8 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
     )
 
 
-@dataclass(frozen=True)
-class _PerToken:
-    """Owner cost per million tokens (rented: the renter's), tokens per MW, and the volumes where
-    owning breaks even."""
-
-    owner_usd_per_mtok: float | None  # at the served load
-    owner_usd_per_mtok_at_capacity: float | None
-    owner_usd_per_output_mtok_at_capacity: float | None
-    output_tokens_per_s_per_mw: float | None
-    api_break_even_tokens_per_month: float | None
-    capacity_tokens_per_month: float
-    migration_break_even_tokens: float | None
-    rent_usd_per_mtok: float | None = None  # the rent route's month at the served load
-
-
-def _at_capacity_output_tokens_per_s(size: Sizing) -> float:
-    """Output tokens/s of the replica cells run at capacity, the share of it the prefill pool's prompts allow."""
-    decode_users = size.loadouts_run * size.users_per_loadout
-    share = size.capacity_users / decode_users if decode_users else 1.0
-    return size.loadouts_run * size.capacity.output_tokens_per_s * share
-
-
-def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
-               m: MoneyInputs, rent_usd_per_month: float | None, capacity_users: float) -> _PerToken:
-    monthly_tokens = size.served_users * w.monthly_tokens
-    rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
-    # the tokens the replica cells run carry at capacity: the users their tightest limit (or the prefill
-    # pool's) allows (input tokens included), each with the workload's month
-    capacity_tokens = capacity_users * w.monthly_tokens
-    owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
-    if owner_month is None:  # not owned, not rented: no owner cost
-        return _PerToken(None, None, None, None, None, capacity_tokens, None, rent_mtok)
-    mw = costs.power_w * rates.pue / 1e6
-    alt_user = quotes.alternative_api_usd
-    blended_api = (alt_user / w.monthly_tokens * 1e6) if alt_user is not None else None  # USD per Mtok
-    own_mtok = owner_month / (monthly_tokens / 1e6) if monthly_tokens else None
-    migration = None
-    if m.migration_cost_usd is not None and m.migration_target_usd_per_mtok is not None and own_mtok is not None:
-        migration = money.migration_break_even_tokens(m.migration_cost_usd, own_mtok, m.migration_target_usd_per_mtok)
-    return _PerToken(
-        owner_usd_per_mtok=own_mtok,
-        owner_usd_per_mtok_at_capacity=owner_month / (capacity_tokens / 1e6) if capacity_tokens else None,
-        owner_usd_per_output_mtok_at_capacity=(owner_month / (capacity_tokens * w.output_share / 1e6)
-                                               if capacity_tokens else None),
-        output_tokens_per_s_per_mw=_at_capacity_output_tokens_per_s(size) / mw if mw else None,
-        api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
-        capacity_tokens_per_month=capacity_tokens,
-        migration_break_even_tokens=migration,
-        rent_usd_per_mtok=rent_mtok,
-    )
-
-
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
-              quotes: _Quotes, rent: RentRoute, per_token: _PerToken, route: Recommendation, capacity_users: float, *,
+              quotes: _Quotes, rent: RentRoute, per_token: PerToken, route: Recommendation, capacity_users: float, *,
               on_rented_cells: bool = False) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
@@ -371,8 +302,9 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         prefill_instances=size.prefill.instances if size.prefill else None,
         prefill_gpus_per_instance=size.prefill.shape.gpus if size.prefill else None,
         prefill_systems=size.prefill.systems if size.prefill else 0,
+        prefill_users=size.prefill.users if size.prefill else None,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
-        users_per_loadout=size.users_per_loadout_run, rented=costs.rented,
+        users_per_loadout=size.users_per_loadout_run, binding=size.binding, rented=costs.rented,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
         capital_recovery_years=rates.capital_recovery_years, monthly_costs=costs.monthly,
         modeled_monthly_operating_cost_usd=costs.operating_usd_per_month,

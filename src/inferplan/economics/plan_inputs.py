@@ -132,7 +132,7 @@ def capex(catalog: Catalog, s: Scenario, system: System | None, systems: int) ->
         raise InvalidScenarioError(
             f"{what}; give a vendor quote for one loadout, or name a priced catalogue system (platform.system"
             f"{_priced_systems(catalog, system.accelerator if system else s.platform.gpu or '')})",
-            field="platform.quote_usd_per_system", allowed="a price in USD above 0 (what you paid or were quoted)",
+            field="platform.quote_usd_per_system", allowed="a price in USD of at least 1 (what you paid or were quoted)",
         )
     low = band.usd_low.value
     high = band.usd_high.value if band.usd_high else low

@@ -168,7 +168,8 @@ def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, w: WorkloadP
 
 def lone_prompt_s(catalog: Catalog, pre: Deployment, w: WorkloadProfile) -> float:
     """A prompt's time to its first token run alone on prefill instance ``pre`` (one per data-parallel rank),
-    as ``search`` reads a prefill instance's serving curve at its lightest load."""
+    as ``search`` reads a prefill instance's serving curve at its lightest load: with the cells' drafts, which
+    ``pre`` carries as they do."""
     ctx = ServingContext(catalog, pool_sized(catalog, pre, "prefill"),
                          Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                                   prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w)))

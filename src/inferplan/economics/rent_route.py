@@ -6,8 +6,8 @@ renting is sized to the target. Each replica-cell layout the owned loadout tries
 the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
 on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
 own rate per GPU-hour, and the layout that costs least a month is the rent route (at the same price,
-the one carrying more users, as the owned loadout is packed with the layout carrying the most, so the
-same GPUs carry the same users owned or rented). A cell no wider
+the one whose paid instances carry more users at capacity, then whose cells carry more, as the owned loadout is
+packed with the layout carrying the most, so the same GPUs carry the same users owned or rented). A cell no wider
 than the owned loadout is rented where one meets the speed target, so rent and purchase compare the
 same deployment; else the wider cells a listing holds are rented and the note names both widths.
 An Ollama server holds its whole host, owned or rented: it is tried on every instance size the
@@ -63,7 +63,11 @@ class RentRoute:
     engine_instances: int | None = None  # replica cells rented
     cell_gpus: int | None = None  # GPUs of one rented replica cell
     users: int | None = None  # users the rented cells carry
+    # the users the rented capacity carries at its tightest limit (not floored): the cells the paid instances hold
+    # (stated cells: those), or the prefill pool's bound where it keeps up with fewer users' prompts
+    capacity_users: float | None = None
     cell: CellCapacity | None = None  # the rented replica cell (its layout, memory and speed)
+    prefill_binds: bool = False  # the prefill pool rented beside the cells keeps up with fewer users than they carry
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,21 @@ class _Cells:
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
     host: bool = False  # an Ollama server: it holds its whole instance, one server per instance
     cell: CellCapacity | None = None  # the layout's replica cell
+    prefill_binds: bool = False  # the prefill pool keeps up with fewer users' prompts than the cells carry
+    per_cell_users: float = 0.0  # the users one cell carries at its tightest limit (not floored)
+    stated: bool = False  # the scenario states the cells: the paid instances run those, however many they hold
+
+    def capacity_users(self, cells: int) -> float:
+        """The users ``cells`` of these cells carry at their tightest limit, or the prefill pool's where it
+        keeps up with fewer users' prompts."""
+        decode = self.per_cell_users * cells
+        return min(decode, self.prefill.capacity_users) if self.prefill else decode
+
+    def held(self, rented: RentedEngines) -> int:
+        """The cells ``rented``'s paid instances hold beside the prefill pool (stated cells: those)."""
+        if self.stated:
+            return self.cells
+        return max(self.cells, (rented.gpus_paid - (self.prefill.gpus if self.prefill else 0)) // self.gpus)
 
     @property
     def text(self) -> str:
@@ -102,14 +121,16 @@ class _Cells:
         return RentRoute(basis="your rate per GPU-hour",
                          usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
-                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell)
+                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell,
+                         prefill_binds=self.prefill_binds, capacity_users=self.capacity_users(self.cells))
 
     def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q = rented.quote
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
-                         users=self.users, cell=self.cell)
+                         users=self.users, cell=self.cell, prefill_binds=self.prefill_binds,
+                         capacity_users=self.capacity_users(self.held(rented)))
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,
@@ -123,10 +144,12 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     host = t.cell_host_gpus is not None
     if stated is not None:
         users = math.floor(per_cell * stated) if meets else 0
-        return _Cells(gpus, stated, min(users, prefill.users) if prefill else users, prefill, host, t.cell)  # the fewer pool binds
+        binds = prefill is not None and prefill.users < users  # the fewer pool binds
+        return _Cells(gpus, stated, prefill.users if binds else users, prefill, host, t.cell, binds,
+                      per_cell if meets else 0.0, stated=True)
     if not meets:
         return None
-    return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell)
+    return _Cells(gpus, *units_for_target(per_cell, target), host=host, cell=t.cell, per_cell_users=per_cell)
 
 
 def _tier(c: _Cells, loadout_gpus: int) -> tuple[bool, bool]:
@@ -196,7 +219,8 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
                if (rented := c.rented(listings)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)
-    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid, -o[1].users))
+    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid,
+                                            -o[1].capacity_users(o[1].held(o[0])), -o[1].users))
     wider = (f" (wider than the owned loadout of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''}: "
              f"no replica cell of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''} or fewer meets the "
              f"workload's speed target, so the {c.gpus}-GPU cells a listing holds are rented)"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
+from pydantic import (AliasChoices, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo,
+                      ValidatorFunctionWrapHandler, field_validator, model_serializer, model_validator)
 
 from pydantic_core import PydanticCustomError
 
@@ -37,6 +38,11 @@ class Platform(Input):
         None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
         description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
+    @classmethod
+    def _at_least_one_allowed(cls, field: str) -> str:
+        top = next(m.le for m in cls.model_fields[field].metadata if getattr(m, "le", None) is not None)
+        return f"a number at least 1 and at most {plain_number(top)}"
+
     @field_validator("quote_usd_per_system", "power_w_per_system", mode="before")
     @classmethod
     def _at_least_one(cls, value: Any, info: ValidationInfo) -> Any:
@@ -44,12 +50,25 @@ class Platform(Input):
         # bound (above 0) stays for scenarios stored before, so the allowed values are said here, before that
         # bound refuses 0 and below as "more than 0"
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1 and not stored(info):
-            most = cls.model_fields[info.field_name].metadata
-            top = next(m.le for m in most if getattr(m, "le", None) is not None)
             unit = "USD per system" if info.field_name.startswith("quote") else "W per system"
             raise PydanticCustomError("greater_than_equal", "must be at least 1 ({unit})",
-                                      {"unit": unit, "allowed": f"a number at least 1 and at most {plain_number(top)}"})
+                                      {"unit": unit, "allowed": cls._at_least_one_allowed(info.field_name)})
         return value
+
+    @field_validator("quote_usd_per_system", "power_w_per_system", mode="wrap")
+    @classmethod
+    def _text_refused_as_at_least_one(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """A figure given as text or a yes/no is refused (``Input``) naming what the field takes: for a scenario
+        not stored before, at least 1 as above, not the field's stored-rows bound of more than 0."""
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            said = [e.get("ctx", {}).get("allowed") for e in exc.errors()]
+            if stored(info) or len(said) != 1 or said[0] is None:
+                raise
+            error, allowed = exc.errors()[0], cls._at_least_one_allowed(info.field_name)
+            # the message as said, its text rendered already: only ``allowed`` is carried for the shells to name
+            raise PydanticCustomError(error["type"], error["msg"].replace(said[0], allowed), {"allowed": allowed}) from None
 
     @model_validator(mode="after")
     def _named(self) -> "Platform":
@@ -105,7 +124,9 @@ class PrefillPool(Input):
     @classmethod
     def _prefill_ranks_expert_parallel(cls, cell: PrefillCell) -> PrefillCell:
         if cell.data_parallel_size > 1 and not cell.enable_expert_parallel:  # as deploy/pools_plan.py launches it
-            raise ValueError("a prefill instance's data_parallel_size above 1 needs enable_expert_parallel: true")
+            raise PydanticCustomError("prefill_ranks_not_expert_parallel", "a prefill instance's data_parallel_size "
+                                      "above 1 needs enable_expert_parallel: true",
+                                      {"allowed": "data_parallel_size 1, or enable_expert_parallel: true beside a larger one"})
         return cell
 
 

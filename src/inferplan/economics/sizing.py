@@ -25,6 +25,10 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.mtp import with_speculative
 
 
+# a plan's binding where the prefill pool limits its users (else ``LoadoutCapacity.binding``'s limits)
+PREFILL_POOL_BINDS = "prefill pool"
+
+
 @dataclass(frozen=True)
 class Sizing:
     """How many loadouts carry the target, and how many users they serve."""
@@ -40,6 +44,12 @@ class Sizing:
     space: CellSpace  # what the loadout's cells were chosen from (the rent route sizes its own from it)
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool beside the cells (the decode pool)
     stated_replicas: int | None = None  # the scenario's replica cells (None: auto-sized loadouts, each full)
+    prefill_binds: bool = False  # the prefill pool keeps up with fewer users' prompts than the decode pool carries
+
+    @property
+    def binding(self) -> str:
+        """What limits the supported users: the prefill pool where it binds, else one loadout's tightest limit."""
+        return PREFILL_POOL_BINDS if self.prefill_binds else self.capacity.binding
 
     @property
     def systems(self) -> int:
@@ -147,11 +157,13 @@ def size_loadouts(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfil
                      + (f"; sizing for {s.target_users:,} users by speed alone would take {speed_loadouts:,}"
                         + (f" and {needs:,} prefill instance(s)" if needs is not None else "")
                         if meets and (loadouts != speed_loadouts or (prefill and needs != prefill.instances)) else ""))
+    binds = prefill is not None and prefill.users < supported  # it keeps up with fewer users' prompts
     if prefill is not None:
         notes.append(prefill.note)
-        if prefill.users < supported:  # the prefill pool binds: it keeps up with fewer users' prompts
+        if binds:
             supported = prefill.users
             notes.append(f"the prefill pool binds: {prefill.instances:,} instance(s) keep up with {supported:,} users' "
                          "prompts, fewer than the decode pool carries")
     return Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
-                  min(s.target_users, supported), tuple(notes), space, prefill, s.replicas)
+                  min(s.target_users, supported), tuple(notes), space, prefill, s.replicas,
+                  prefill_binds=binds)

@@ -85,6 +85,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         loadouts = np.full(draws, float(result.loadouts))
         served = np.minimum(result.target_users,
                             np.floor(users_per_loadout * result.stated_replicas / result.capacity.cells))
+    if result.prefill_users is not None:  # the prefill pool keeps up with no more users' prompts, whatever the draw
+        served = np.minimum(served, result.prefill_users)
     c = result.monthly_costs
     per_loadout_power = c.power_usd / result.loadouts
     power = (loadouts * per_loadout_power * _spread(rng, catalog.constant("monte-carlo-power-draw-spread"), draws)

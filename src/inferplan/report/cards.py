@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.plan_inputs import NOT_SHIPPING
+from inferplan.economics.sizing import PREFILL_POOL_BINDS
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text, monthly_text
 from inferplan.report.sources import SourceNote
@@ -83,7 +84,6 @@ _ROUTE_COSTS = {"stay on an API": "API", "own": "owning", "rent dedicated capaci
 
 def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     m = lambda usd, digits=0: plan_money(r, usd, currency, digits)  # noqa: E731
-    c = r.capacity
     cycle_months = r.amortization_years * 12
     payback = ("— (not owned)" if r.capex_usd is None or r.rented else "never" if r.simple_payback_months is None else
                f"{r.simple_payback_months:,.1f} months" if r.simple_payback_months <= cycle_months else
@@ -106,7 +106,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
         Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
              note=(f"the rented cells' ({_rented_cells(r).removesuffix('; ')}); owning: " if r.users_on_rented_cells else "")
-             + f"{_per_loadout(r)}; binding: {c.binding}"),
+             + f"{_per_loadout(r)}; binding: {_binding(r)}"),
         Card(key="loadouts", label="Auto-sized loadouts for target" if r.stated_replicas is None else
              f"Loadouts holding the {r.stated_replicas:,} stated replica cell{'s' if r.stated_replicas != 1 else ''}",
              value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
@@ -160,6 +160,16 @@ def _capacity_users_note(r: PlanResult) -> str:
             f"({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
 
 
+def _binding(r: PlanResult) -> str:
+    """What limits the supported users: a loadout's tightest limit, or the prefill pool where it keeps up with
+    fewer users' prompts than the decode pool carries."""
+    if r.binding != PREFILL_POOL_BINDS:
+        return r.binding
+    n = r.prefill_instances or 0
+    return (f"the prefill pool ({n:,} instance{'s' if n != 1 else ''} keep{'s' if n == 1 else ''} up with "
+            f"{r.supported_users:,} users' prompts, fewer than the decode pool carries)")
+
+
 def _per_loadout(r: PlanResult) -> str:
     """The users one loadout carries: stated replica cells that leave some of a loadout's cells to a
     prefill pool (or idle) count only their own."""
@@ -197,6 +207,8 @@ def _loadouts_note(r: PlanResult) -> str:
         return f"no loadout carries a user ({c.binding} binds): {what} is priced"
     if r.users_on_rented_cells:
         return f"{what}, what owning would run; the rented cells are another machine (the rent's)"
+    if r.served_users < r.target_users:  # stated cells, or a prefill pool, carry fewer than the target
+        return f"{what}, serving {r.served_users:,} of the {r.target_users:,} target users"
     return f"{what} for {r.target_users:,} users"
 
 
