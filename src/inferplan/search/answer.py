@@ -40,7 +40,7 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
                  "(an instance's GPUs must share a rented host)" if too_narrow else
                  f"no deployment can be priced: {_route_words(req.pricing)}")
         return InfeasibleSummary(cause=cause, groups=groups,
-                                 next_steps=_buy_whole(catalog, infeasible, platforms) if too_narrow else ())
+                                 next_steps=_buy_whole(catalog, req, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
         cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: {_unrented_words(catalog, bare)}"
         return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
@@ -104,13 +104,22 @@ def _listed(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dic
     return bool(out) and all(p.accelerator.id in listed for p in out)
 
 
-def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
+def _buy_whole(catalog: Catalog, req: SearchRequest, infeasible: tuple[Infeasible, ...],
+               platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
     """Where the listings rent fewer GPUs in one host than an engine instance takes: buy the priced systems
-    searched, whose whole NVLink domain (and network, past it) an instance may take."""
-    systems = [p.system.id for p in _priced_out(infeasible, platforms)
+    searched (bought, an instance may take a system's whole NVLink domain), or search every engine and weight
+    format for an instance as narrow as the largest listing."""
+    out = _priced_out(infeasible, platforms)
+    systems = [p.system.id for p in out
                if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
-    return (NextStep(text=f"buy {', '.join(systems)} instead: bought, a system is not cut into the hosts a listing "
-                          "rents", changes={"pricing": "buy"}),) if systems else ()
+    steps = [NextStep(text=f"buy {', '.join(systems)} instead: inferplan prices a bought system's engine instance "
+                           "across its NVLink domain", changes={"pricing": "buy"})] if systems else []
+    gpus = {p.accelerator.id for p in out}
+    widest = max((r.gpus_per_instance for r in catalog.rental_prices if r.accelerator in gpus), default=None)
+    if widest is not None and (req.engines or req.quantizations):
+        steps.append(NextStep(text=f"search another engine or a weight format whose instance fits in {widest} GPUs",
+                              changes={"engines": None, "quantizations": None}))
+    return tuple(steps)
 
 
 def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
