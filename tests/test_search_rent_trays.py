@@ -76,3 +76,16 @@ def test_bare_gpus_whose_listings_are_too_narrow_are_not_said_to_have_none(catal
     assert not r.results
     assert r.infeasible_summary.cause == ("renting bare rtx-5090 GPUs cannot be priced: their rental listings rent "
                                           "fewer GPUs in one host than an engine instance that meets the targets takes")
+
+
+def test_the_buy_step_for_narrow_listings_offers_only_systems_that_hold_the_instance(catalog):
+    """The RTX 5090 workstation holds one GPU, the refused instance takes two: buying it would find nothing, so
+    it is not offered; every systems step offered finds a deployment when run."""
+    ask = dict(models=("qwen3-32b",), request_rate_per_s=0.5, input_len=1000, output_len=200, engines=("vllm",),
+               quantizations=("fp8",), speculative=False, disaggregated=False)
+    r = search(SearchRequest(**ask, accelerators=("rtx-5090",), pricing="rent"), catalog)
+    assert not r.results and min(x.unrented_gpus or 99 for x in r.infeasible) == 2
+    offered = [n.changes for n in r.infeasible_summary.next_steps if n.changes.get("systems")]
+    assert all("rtx-5090-workstation" not in c["systems"] for c in offered)
+    for c in offered:
+        assert search(SearchRequest(**ask, **{k: v for k, v in c.items() if v is not None}), catalog).results

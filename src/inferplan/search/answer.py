@@ -43,7 +43,8 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
                                  next_steps=_buy_whole(catalog, req, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
         cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: {_unrented_words(catalog, bare)}"
-        return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
+        narrowest = min((x.unrented_gpus for x in infeasible if x.reason == PRICE and x.unrented_gpus), default=1)
+        return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare, narrowest))
     gpus = ", ".join(bare)
     held = [a for a in bare if priced_systems(catalog, a)]
     inside = ("" if not held else " (it prices them inside systems)" if held == bare
@@ -145,10 +146,11 @@ def _held_in(catalog: Catalog, req: SearchRequest, bare: list[str]) -> list[str]
     return [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
 
 
-def _buying_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
-    """Where renting ``bare`` GPUs has no listing: buy the priced systems that hold them, or buy them bare at a
+def _buying_steps(catalog: Catalog, req: SearchRequest, bare: list[str], narrowest: int) -> tuple[NextStep, ...]:
+    """Where renting ``bare`` GPUs has no listing wide enough: buy the priced systems that hold them with at least
+    ``narrowest`` GPUs (the narrowest engine instance refused) in one scale-up domain, or buy them bare at a
     price of your own."""
-    systems = _held_in(catalog, req, bare)
+    systems = [s for s in _held_in(catalog, req, bare) if catalog.system(s).scale_up_domain_gpus >= narrowest]
     steps = [NextStep(text=f"buy the catalogued systems that hold them: {', '.join(systems)}",
                       changes={"systems": systems, "accelerators": None, "pricing": "buy"})] if systems else []
     steps.append(NextStep(text="buy them at your own price per GPU, the host added as the catalogue prices it",

@@ -141,9 +141,9 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     catalogue prices that accelerator inside systems."""
     model, platform, engine, quant = family
 
-    def out(reason: str, message: str, shortfall: float | None = None) -> Infeasible:
+    def out(reason: str, message: str, shortfall: float | None = None, unrented: int | None = None) -> Infeasible:
         return Infeasible(model=model, platform=platform, engine=engine, quantization=quant, reason=reason,
-                          message=message, shortfall=shortfall)
+                          message=message, shortfall=shortfall, unrented_gpus=unrented)
 
     if not s.stable and not s.best:
         if s.errors:
@@ -170,9 +170,9 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             if whole:
                 return out("price", f"no rental listing hosts an engine instance of {width} GPUs: {rented}; buy the "
                            f"{platform}, or search another engine or a weight format whose instance fits in "
-                           f"{largest} GPUs")
+                           f"{largest} GPUs", unrented=width)
             return out("price", f"no rental listing hosts an engine instance of {width} GPUs: {rented}, and an "
-                       f"instance's GPUs must share a host")
+                       f"instance's GPUs must share a host", unrented=width)
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         if bare is not None:  # one message for every N of the GPU: their families group as one reason
             inside = ", which it prices inside systems" if pricing != "rent" and bare_in_systems else ""
