@@ -8,8 +8,9 @@ steps (the systems that hold them, or a price of your own). A price cause leads 
 price on the route asked (buying, renting or either), or when most families failed on price and the rest
 missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
 error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
-cause, and are said below it, grouped. The groups lead with the nearest miss: within a reason, the group whose
-nearest family is closest to the cap or target it missed (the cheapest machine over a capex cap)."""
+cause, and are said below it, grouped. The reasons measured against a stated limit (budget, latency) lead; within
+a reason, the group whose nearest family is closest to the cap or target it missed (the cheapest machine over a
+capex cap)."""
 
 from __future__ import annotations
 
@@ -66,15 +67,17 @@ def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
 
 
 def _nearest_first(groups: list[ReasonGroup]) -> tuple[ReasonGroup, ...]:
-    """A reason's groups together, the reason failing most families first; within a reason the group nearest
-    the request first (its least ``shortfall``: under a capex cap the cheapest machine, for a missed target the
-    smallest miss), those with no measured distance after, larger first (sorts are stable: then the families'
-    own order)."""
+    """A reason's groups together: first the reasons measured against a limit the request states (a group with a
+    ``shortfall``: the budget, a latency target), then the rest, each part the reason failing most families
+    first; within a reason the group nearest the request first (its least ``shortfall``: under a capex cap the
+    cheapest machine, for a missed target the smallest miss), those with no measured distance after, larger
+    first (sorts are stable: then the families' own order)."""
     families = Counter()
     for g in groups:
         families[g.reason] += len(g.families)
+    measured = {g.reason for g in groups if g.shortfall is not None}
     rank = {r: i for i, r in enumerate(dict.fromkeys(g.reason for g in groups))}
-    return tuple(sorted(groups, key=lambda g: (-families[g.reason], rank[g.reason],
+    return tuple(sorted(groups, key=lambda g: (g.reason not in measured, -families[g.reason], rank[g.reason],
                                                g.shortfall is None, g.shortfall or 0.0, -len(g.families))))
 
 
