@@ -192,7 +192,7 @@ class InfeasibleSummary(_Frozen):
     (``answer.py``)."""
 
     cause: str | None = None  # one sentence that explains the answer (None: no single cause)
-    groups: tuple[ReasonGroup, ...] = ()  # by reason, those with a shortfall first, then the most families; within one, nearest first
+    groups: tuple[ReasonGroup, ...] = ()  # by reason (measured first, then most families); within one, nearest first
     next_steps: tuple[NextStep, ...] = ()
 
 
