@@ -8,8 +8,9 @@ steps (the systems that hold them, or a price of your own). A price cause leads 
 price on the route asked (buying, renting or either), or when most families failed on price and the rest
 missed a service target by at most the near-miss margin (``data/defaults.yaml``: inside the speed model's
 error, so not the cause). Families that fail on memory or the engine fail at any price: they never hide the
-cause, and are said below it, grouped. The groups lead with the nearest miss: within a reason, the group whose
-nearest family is closest to the cap or target it missed (the cheapest machine over a capex cap)."""
+cause, and are said below it, grouped. The reasons measured against a stated limit (budget, latency) lead; within
+a reason, the group whose nearest family is closest to the cap or target it missed (the cheapest machine over a
+capex cap)."""
 
 from __future__ import annotations
 
@@ -40,10 +41,11 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
                  "(an instance's GPUs must share a rented host)" if too_narrow else
                  f"no deployment can be priced: {_route_words(req.pricing)}")
         return InfeasibleSummary(cause=cause, groups=groups,
-                                 next_steps=_buy_whole(catalog, infeasible, platforms) if too_narrow else ())
+                                 next_steps=_buy_whole(catalog, req, infeasible, platforms) if too_narrow else ())
     if req.pricing == "rent":
         cause = f"renting bare {', '.join(bare)} GPUs cannot be priced: {_unrented_words(catalog, bare)}"
-        return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare))
+        narrowest = min((x.unrented_gpus for x in infeasible if x.reason == PRICE and x.unrented_gpus), default=1)
+        return InfeasibleSummary(cause=cause, groups=groups, next_steps=_buying_steps(catalog, req, bare, narrowest))
     gpus = ", ".join(bare)
     held = [a for a in bare if priced_systems(catalog, a)]
     inside = ("" if not held else " (it prices them inside systems)" if held == bare
@@ -65,15 +67,17 @@ def _groups(infeasible: tuple[Infeasible, ...]) -> tuple[ReasonGroup, ...]:
 
 
 def _nearest_first(groups: list[ReasonGroup]) -> tuple[ReasonGroup, ...]:
-    """A reason's groups together, the reason failing most families first; within a reason the group nearest
-    the request first (its least ``shortfall``: under a capex cap the cheapest machine, for a missed target the
-    smallest miss), those with no measured distance after, larger first (sorts are stable: then the families'
-    own order)."""
+    """A reason's groups together: first the reasons measured against a limit the request states (a group with a
+    ``shortfall``: the budget, a latency target), then the rest, each part the reason failing most families
+    first; within a reason the group nearest the request first (its least ``shortfall``: under a capex cap the
+    cheapest machine, for a missed target the smallest miss), those with no measured distance after, larger
+    first (sorts are stable: then the families' own order)."""
     families = Counter()
     for g in groups:
         families[g.reason] += len(g.families)
+    measured = {g.reason for g in groups if g.shortfall is not None}
     rank = {r: i for i, r in enumerate(dict.fromkeys(g.reason for g in groups))}
-    return tuple(sorted(groups, key=lambda g: (-families[g.reason], rank[g.reason],
+    return tuple(sorted(groups, key=lambda g: (g.reason not in measured, -families[g.reason], rank[g.reason],
                                                g.shortfall is None, g.shortfall or 0.0, -len(g.families))))
 
 
@@ -104,13 +108,22 @@ def _listed(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dic
     return bool(out) and all(p.accelerator.id in listed for p in out)
 
 
-def _buy_whole(catalog: Catalog, infeasible: tuple[Infeasible, ...], platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
+def _buy_whole(catalog: Catalog, req: SearchRequest, infeasible: tuple[Infeasible, ...],
+               platforms: dict[str, Platform]) -> tuple[NextStep, ...]:
     """Where the listings rent fewer GPUs in one host than an engine instance takes: buy the priced systems
-    searched, whose whole NVLink domain (and network, past it) an instance may take."""
-    systems = [p.system.id for p in _priced_out(infeasible, platforms)
+    searched (bought, an instance may take a system's whole NVLink domain), or search every engine and weight
+    format for an instance as narrow as the largest listing."""
+    out = _priced_out(infeasible, platforms)
+    systems = [p.system.id for p in out
                if p.system is not None and p.system.id in priced_systems(catalog, p.accelerator.id)]
-    return (NextStep(text=f"buy {', '.join(systems)} instead: bought, a system is not cut into the hosts a listing "
-                          "rents", changes={"pricing": "buy"}),) if systems else ()
+    steps = [NextStep(text=f"buy {', '.join(systems)} instead: inferplan prices a bought system's engine instance "
+                           "across its NVLink domain", changes={"pricing": "buy"})] if systems else []
+    gpus = {p.accelerator.id for p in out}
+    widest = max((r.gpus_per_instance for r in catalog.rental_prices if r.accelerator in gpus), default=None)
+    if widest is not None and (req.engines or req.quantizations):
+        steps.append(NextStep(text=f"search another engine or a weight format whose instance fits in {widest} GPUs",
+                              changes={"engines": None, "quantizations": None}))
+    return tuple(steps)
 
 
 def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
@@ -136,10 +149,11 @@ def _held_in(catalog: Catalog, req: SearchRequest, bare: list[str]) -> list[str]
     return [s for a in bare for s in priced_systems(catalog, a) if catalog.system(s).status.value in req.statuses]
 
 
-def _buying_steps(catalog: Catalog, req: SearchRequest, bare: list[str]) -> tuple[NextStep, ...]:
-    """Where renting ``bare`` GPUs has no listing: buy the priced systems that hold them, or buy them bare at a
+def _buying_steps(catalog: Catalog, req: SearchRequest, bare: list[str], narrowest: int) -> tuple[NextStep, ...]:
+    """Where renting ``bare`` GPUs has no listing wide enough: buy the priced systems that hold them with at least
+    ``narrowest`` GPUs (the narrowest engine instance refused) in one scale-up domain, or buy them bare at a
     price of your own."""
-    systems = _held_in(catalog, req, bare)
+    systems = [s for s in _held_in(catalog, req, bare) if catalog.system(s).scale_up_domain_gpus >= narrowest]
     steps = [NextStep(text=f"buy the catalogued systems that hold them: {', '.join(systems)}",
                       changes={"systems": systems, "accelerators": None, "pricing": "buy"})] if systems else []
     steps.append(NextStep(text="buy them at your own price per GPU, the host added as the catalogue prices it",

@@ -102,16 +102,15 @@ class FamilyStats:
 
 def largest_listing(listings: tuple[tuple[str, float, int], ...], accelerator: str, system=None) -> str:
     """What the largest rental listing of ``accelerator`` rents, the listings named: on a ``system`` whose
-    operating-system host (a rack's compute tray) is narrower than its NVLink domain, a listing of one host's
-    GPUs rents that host, not the domain: "the largest gb200 listing (rent-…) rents 4-GPU trays of the
-    gb200-nvl72, not its 72-GPU NVLink domain"."""
+    operating-system host (a rack's compute tray) is narrower than its NVLink domain, what the catalogue
+    models of it: an instance priced within one listed host, none wider on a rented rack."""
     largest = max(n for _, _, n in listings)
     named = ", ".join(dict.fromkeys(i for i, _, n in listings if n == largest))
     host = int(system.os_host_gpus.value) if system is not None and system.os_host_gpus is not None else None
     if host is not None and largest == host < system.scale_up_domain_gpus:
-        part = "tray" if system.tier == "rack" else "host"
-        return (f"the largest {accelerator} listing ({named}) rents {largest}-GPU {part}s of the {system.id}, "
-                f"not its {system.scale_up_domain_gpus}-GPU NVLink domain")
+        part, whole = ("tray", "rack") if system.tier == "rack" else ("host", "system")
+        return (f"inferplan prices rented instances within one listed host ({largest}-GPU {part}s for this "
+                f"listing, {named}); wider instances on a rented {whole} are not priced")
     return f"the largest {accelerator} listing ({named}) rents {largest}-GPU instances"
 
 
@@ -142,9 +141,9 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     catalogue prices that accelerator inside systems."""
     model, platform, engine, quant = family
 
-    def out(reason: str, message: str, shortfall: float | None = None) -> Infeasible:
+    def out(reason: str, message: str, shortfall: float | None = None, unrented: int | None = None) -> Infeasible:
         return Infeasible(model=model, platform=platform, engine=engine, quantization=quant, reason=reason,
-                          message=message, shortfall=shortfall)
+                          message=message, shortfall=shortfall, unrented_gpus=unrented)
 
     if not s.stable and not s.best:
         if s.errors:
@@ -168,10 +167,12 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     if not s.priced:
         if s.unrentable is not None and pricing != "buy":
             width, largest, rented, whole = s.unrentable
-            instead = (f"; buy the {platform}, which runs it inside its NVLink domain, or search a weight format "
-                       f"whose instance fits in {largest} GPUs") if whole else ""
+            if whole:
+                return out("price", f"no rental listing hosts an engine instance of {width} GPUs: {rented}; buy the "
+                           f"{platform}, or search another engine or a weight format whose instance fits in "
+                           f"{largest} GPUs", unrented=width)
             return out("price", f"no rental listing hosts an engine instance of {width} GPUs: {rented}, and an "
-                       f"instance's GPUs must share a host{instead}")
+                       f"instance's GPUs must share a host", unrented=width)
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         if bare is not None:  # one message for every N of the GPU: their families group as one reason
             inside = ", which it prices inside systems" if pricing != "rent" and bare_in_systems else ""

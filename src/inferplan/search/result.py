@@ -158,6 +158,7 @@ class Infeasible(_Frozen):
     shortfall: float | None = None
     fits_in_quantization: str | None = None  # memory, when nothing was found: a smaller format that fits (fit's answer)
     fits_at_max_model_len: int | None = None  # ... at this shorter context (None: at the load's)
+    unrented_gpus: int | None = None  # price, renting: the narrowest engine instance no rental listing hosts
 
 
 class Family(_Frozen):
@@ -191,7 +192,7 @@ class InfeasibleSummary(_Frozen):
     (``answer.py``)."""
 
     cause: str | None = None  # one sentence that explains the answer (None: no single cause)
-    groups: tuple[ReasonGroup, ...] = ()  # by reason, the most families first; within one, nearest the request first
+    groups: tuple[ReasonGroup, ...] = ()  # by reason (measured first, then most families); within one, nearest first
     next_steps: tuple[NextStep, ...] = ()
 
 

@@ -44,9 +44,10 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
             console.print(f"  {near_miss_text(n, r.objective, flags)}", highlight=False, markup=False)
     if r.infeasible:
         lines = infeasible_lines(r)
-        shown = lines if not r.results else lines[:12]
+        shown = lines if not r.results else _every_reason(r, lines, GROUPS_SHOWN)
         console.print(f"[bold]{len(r.infeasible)} families with no deployment that works, by reason[/]"
-                      + (" (first 12 reasons; --json lists all)" if len(shown) < len(lines) else "") + ":")
+                      + (f" (the first groups of each reason, {len(shown)} of {len(lines)}; --json lists all)"
+                         if len(shown) < len(lines) else "") + ":")
         for line in shown:
             console.print(f"  {line}", highlight=False, markup=False)
     if r.pareto:
@@ -55,6 +56,23 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
             console.print(f"  {pareto_text(p)}", highlight=False, markup=False)
     for a in r.api:
         console.print(api_text(a), highlight=False, markup=False)
+
+
+GROUPS_SHOWN = 12  # failed-family groups printed beside results
+
+
+def _every_reason(r: SearchResult, lines: tuple[str, ...], cap: int) -> tuple[str, ...]:
+    """At most ``cap`` of the groups' ``lines``, in the library's order, each reason's first ones alike so every
+    reason is shown (a reason's share: the cap over the reasons, at least one)."""
+    reasons = [g.reason for g in r.infeasible_summary.groups]
+    share = max(1, cap // len(set(reasons)))
+    seen: dict[str, int] = {}
+    kept = []
+    for reason, line in zip(reasons, lines):
+        seen[reason] = seen.get(reason, 0) + 1
+        if seen[reason] <= share:
+            kept.append(line)
+    return tuple(kept[:cap])
 
 
 def _print_picks(console: Console, r: SearchResult, *, show_deploy: bool) -> None:
