@@ -94,7 +94,12 @@ class _Cells:
         """The cells ``rented``'s paid instances hold beside the prefill pool (stated cells: those)."""
         if self.stated:
             return self.cells
-        return max(self.cells, (rented.gpus_paid - (self.prefill.gpus if self.prefill else 0)) // self.gpus)
+        g, instances, pre = rented.quote.instance_gpus, rented.instances, self.prefill
+        if pre is not None and g % pre.shape.gpus == 0 and g % self.gpus == 0:  # the pools share instances GPU by GPU
+            return max(self.cells, (rented.gpus_paid - pre.gpus) // self.gpus)
+        if pre is not None:  # each pool on instances of its own
+            instances -= rented.quote.instances(pre.instances, pre.shape.gpus)
+        return max(self.cells, instances * (g // self.gpus))  # no cell spans two instances
 
     @property
     def text(self) -> str:

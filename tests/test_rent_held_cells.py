@@ -1,0 +1,23 @@
+"""The cells a rented deployment's paid instances hold: whole cells per instance (no cell spans two), beside a
+prefill pool on instances of its own where a width does not divide the instance."""
+
+from __future__ import annotations
+
+from inferplan.economics.pools import InstanceShape, PrefillSizing
+from inferplan.economics.rent_route import _Cells
+from inferplan.economics.rental import RentedEngines, RentQuote
+
+
+def _rented(instances: int, instance_gpus: int = 8) -> RentedEngines:
+    return RentedEngines(RentQuote("made-up", 1.0, instance_gpus, 3, "made-up listing"), instances, 1.0)
+
+
+def test_cells_a_width_that_does_not_divide_the_instance_holds():
+    """3-GPU cells on made-up 8-GPU instances: two per instance, not 16 // 3 = 5 on two instances; beside an
+    8-GPU prefill instance, which takes an instance of its own, two instances hold four."""
+    cells = _Cells(gpus=3, cells=1, users=10, per_cell_users=10.0)
+    assert cells.held(_rented(2)) == 4
+    pool = PrefillSizing(instances=1, shape=InstanceShape(gpus=8), systems=1, one_host=False, prompt_s=1.0,
+                         user_request_rate_per_s=0.001)
+    beside = _Cells(gpus=3, cells=1, users=10, prefill=pool, per_cell_users=10.0)
+    assert beside.held(_rented(3)) == 4
