@@ -1,11 +1,30 @@
 """The cells a rented deployment's paid instances hold: whole cells per instance (no cell spans two), beside a
-prefill pool on instances of its own where a width does not divide the instance."""
+prefill pool on instances of its own where a width does not divide the instance; the note says "at your rate" where
+nothing is rented by the instance."""
 
 from __future__ import annotations
 
+from inferplan.economics.plan import plan
 from inferplan.economics.pools import InstanceShape, PrefillSizing
 from inferplan.economics.rent_route import _Cells
 from inferplan.economics.rental import RentedEngines, RentQuote
+from inferplan.economics.scenario import Scenario
+
+
+def _qwen(system: str, **extra) -> Scenario:
+    return Scenario.model_validate({"model": "qwen3-8b", "engine": "vllm", "platform": {"system": system},
+                                    "workload": {"preset": "chat-seat"}, "rented": True, **extra})
+
+
+def _note(r) -> str:
+    return next(a for a in r.assumptions if "another machine than the owned loadout" in a)
+
+
+def test_at_your_rate_the_note_rents_no_instance(catalog):
+    r = plan(_qwen("hgx-h100", target_users=20_000, money={"rent_usd_per_gpu_hour": 4.0}), catalog)
+    note = _note(r)
+    assert r.rented_instances is None and "GPU(s) at your rate per GPU-hour" in note
+    assert "rented instance" not in note
 
 
 def _rented(instances: int, instance_gpus: int = 8) -> RentedEngines:

@@ -29,9 +29,10 @@ def deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tu
     if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
         return size, size.capacity_users
     versus = f", not the loadouts' {size.supported_users:,}" if rent.users != size.supported_users else ""
-    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
-            f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
-            f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
+    where = ("at your rate per GPU-hour" if rent.instance_gpus is None else  # nothing rented by the instance
+             f"on {rent.instances or rent.engine_instances:,} rented instance(s)")
+    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) {where}, "
+            f"another machine than the owned loadout ({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
             f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users{versus}, and the "
             f"launch command is a rented cell's; the loadouts, their GPUs, users per loadout, replica cell (its memory "
             f"and speed) and output tokens per MW stay the owned loadout's, what owning would run")
