@@ -1,6 +1,6 @@
 """The cells a rented deployment's paid instances hold: whole cells per instance (no cell spans two), beside a
-prefill pool on instances of its own where a width does not divide the instance; the note says "at your rate" where
-nothing is rented by the instance."""
+prefill pool on instances of its own where a width does not divide the instance; the notes name them where they
+are more than the target's cells, and say "at your rate" where nothing is rented by the instance."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from inferplan.economics.pools import InstanceShape, PrefillSizing
 from inferplan.economics.rent_route import _Cells
 from inferplan.economics.rental import RentedEngines, RentQuote
 from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
 
 
 def _qwen(system: str, **extra) -> Scenario:
@@ -18,6 +19,19 @@ def _qwen(system: str, **extra) -> Scenario:
 
 def _note(r) -> str:
     return next(a for a in r.assumptions if "another machine than the owned loadout" in a)
+
+
+def test_a_rented_trays_notes_name_the_cells_it_holds(catalog):
+    """One TP1 cell carries the 3,000 users; the 4-GPU tray paid for holds four, whose users are the at-capacity
+    users: the notes say so, not whole-user rounding nor the one cell's users."""
+    r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
+    assert (r.rented_cells, r.rented_held_cells, r.rented_instance_gpus) == (1, 4, 4)
+    assert r.capacity_users > 3 * r.supported_users
+    card = next(c for c in plan_cards(r) if c.key == "cost_per_mtok_at_capacity").note
+    assert "those of the 4 cells the paid instances hold" in card and "count whole users" not in card
+    note = _note(r)
+    assert "its at-capacity users those of the 4 cells the paid instances hold" in note
+    assert "supported, served and at-capacity users" not in note
 
 
 def test_at_your_rate_the_note_rents_no_instance(catalog):
