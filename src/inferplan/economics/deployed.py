@@ -29,12 +29,17 @@ def deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tu
     if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
         return size, size.capacity_users
     versus = f", not the loadouts' {size.supported_users:,}" if rent.users != size.supported_users else ""
-    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) on "
-            f"{rent.instances or rent.engine_instances:,} rented instance(s), another machine than the owned loadout "
-            f"({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in {size.loadout_gpus}-GPU loadouts), so its "
-            f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users{versus}, and the "
-            f"launch command is a rented cell's; the loadouts, their GPUs, users per loadout, replica cell (its memory "
-            f"and speed) and output tokens per MW stay the owned loadout's, what owning would run")
+    held = rent.held_cells or rent.engine_instances
+    where = ("at your rate per GPU-hour" if rent.instance_gpus is None else  # nothing rented by the instance
+             f"on {rent.instances or rent.engine_instances:,} rented instance(s)")
+    users = (f"supported and served users and costs are theirs, {rent.users:,} users{versus}, its at-capacity users "
+             f"those of the {held:,} cells the paid instances hold" if held > rent.engine_instances else
+             f"supported, served and at-capacity users and costs are theirs, {rent.users:,} users{versus}")
+    note = (f"rented: the deployment is the rented cells, {rent.engine_instances:,} of {rent.cell_gpus} GPU(s) {where}, "
+            f"another machine than the owned loadout ({owned_cells:,} cell(s) of {cell_gpus} GPU(s) in "
+            f"{size.loadout_gpus}-GPU loadouts), so its {users}, and the launch command is a rented cell's; the "
+            f"loadouts, their GPUs, users per loadout, replica cell (its memory and speed) and output tokens per MW "
+            f"stay the owned loadout's, what owning would run")
     capacity = rent.capacity_users if rent.capacity_users is not None else float(rent.users)
     return dataclasses.replace(size, supported_users=rent.users, served_users=min(s.target_users, rent.users),
                                notes=(*size.notes, note), prefill_binds=rent.prefill_binds), capacity

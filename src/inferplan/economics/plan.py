@@ -96,6 +96,7 @@ class PlanResult(BaseModel):
     rented_cells: int | None = None  # replica cells the target needs, rented (at least one)
     rented_cell_gpus: int | None = None  # GPUs of one rented replica cell
     rented_users: int | None = None  # users the rented cells carry (at least the target)
+    rented_held_cells: int | None = None  # the cells the paid instances hold: the at-capacity users' on rented cells
     rented_cell: CellCapacity | None = None  # the replica cell rented (its layout, memory and speed)
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
@@ -330,6 +331,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
         rented_cell_gpus=rent.cell_gpus, rented_users=rent.users, rented_cell=rent.cell,
+        rented_held_cells=rent.held_cells,
         rent_usd_per_month=rent.usd_per_month, rent_usd_per_mtok=per_token.rent_usd_per_mtok,
         rent_vs_buy_break_even_months=rent.break_even_months, rent_vs_buy_break_even_note=rent.break_even_note,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,

@@ -66,6 +66,7 @@ class RentRoute:
     # the users the rented capacity carries at its tightest limit (not floored): the cells the paid instances hold
     # (stated cells: those), or the prefill pool's bound where it keeps up with fewer users' prompts
     capacity_users: float | None = None
+    held_cells: int | None = None  # the cells whose users those are (stated cells, your rate: the rented cells)
     cell: CellCapacity | None = None  # the rented replica cell (its layout, memory and speed)
     prefill_binds: bool = False  # the prefill pool rented beside the cells keeps up with fewer users than they carry
 
@@ -94,7 +95,12 @@ class _Cells:
         """The cells ``rented``'s paid instances hold beside the prefill pool (stated cells: those)."""
         if self.stated:
             return self.cells
-        return max(self.cells, (rented.gpus_paid - (self.prefill.gpus if self.prefill else 0)) // self.gpus)
+        g, instances, pre = rented.quote.instance_gpus, rented.instances, self.prefill
+        if pre is not None and g % pre.shape.gpus == 0 and g % self.gpus == 0:  # the pools share instances GPU by GPU
+            return max(self.cells, (rented.gpus_paid - pre.gpus) // self.gpus)
+        if pre is not None:  # each pool on instances of its own
+            instances -= rented.quote.instances(pre.instances, pre.shape.gpus)
+        return max(self.cells, instances * (g // self.gpus))  # no cell spans two instances
 
     @property
     def text(self) -> str:
@@ -122,15 +128,17 @@ class _Cells:
                          usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
                          engine_instances=self.cells, cell_gpus=self.gpus, users=self.users, cell=self.cell,
-                         prefill_binds=self.prefill_binds, capacity_users=self.capacity_users(self.cells))
+                         prefill_binds=self.prefill_binds, capacity_users=self.capacity_users(self.cells),
+                         held_cells=self.cells)
 
     def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
-        q = rented.quote
+        q, held = rented.quote, self.held(rented)
+        held = held if self.capacity_users(held) > self.capacity_users(self.cells) else self.cells  # a prefill bound
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
                          users=self.users, cell=self.cell, prefill_binds=self.prefill_binds,
-                         capacity_users=self.capacity_users(self.held(rented)))
+                         capacity_users=self.capacity_users(held), held_cells=held)
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,

@@ -77,7 +77,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         # a loadout may be several systems, and a prefill pool's systems are spread over the loadouts
         capex_draw = per_system * (result.systems / result.loadouts)
     sigma = catalog.constant("speed-capacity-log-sigma")
-    users_per_loadout = result.capacity.supported_users * np.exp(rng.normal(0.0, sigma, draws))
+    speed = np.exp(rng.normal(0.0, sigma, draws))  # the draw's speed against the speed model's
+    users_per_loadout = result.capacity.supported_users * speed
     if result.stated_replicas is None:
         loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))
         served = np.minimum(result.target_users, np.floor(users_per_loadout * loadouts))
@@ -85,8 +86,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         loadouts = np.full(draws, float(result.loadouts))
         served = np.minimum(result.target_users,
                             np.floor(users_per_loadout * result.stated_replicas / result.capacity.cells))
-    if result.prefill_users is not None:  # the prefill pool keeps up with no more users' prompts, whatever the draw
-        served = np.minimum(served, result.prefill_users)
+    if result.prefill_users is not None:  # the prefill pool's bound, from the same speed model: the draw's speed
+        served = np.minimum(served, np.floor(result.prefill_users * speed))
     c = result.monthly_costs
     per_loadout_power = c.power_usd / result.loadouts
     power = (loadouts * per_loadout_power * _spread(rng, catalog.constant("monte-carlo-power-draw-spread"), draws)

@@ -152,10 +152,15 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
 
 
 def _capacity_users_note(r: PlanResult) -> str:
-    """Why the users at capacity differ from the supported users: the tokens the binding limit allows, not
-    whole users."""
+    """Why the users at capacity differ from the supported users: rented cells where the paid instances hold more
+    cells than the target needs, else the tokens the binding limit allows, not whole users."""
     if not r.capacity_users or r.capacity_users == r.supported_users:
         return ""
+    held, cells = r.rented_held_cells or 0, r.rented_cells or 0
+    if r.users_on_rented_cells and held > cells:
+        return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the {held:,} cells "
+                f"the paid instances hold, where the supported users ({r.supported_users:,}) are those of the "
+                f"{cells:,} cell{'s' if cells != 1 else ''} the target needs")
     return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported users "
             f"({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
 
