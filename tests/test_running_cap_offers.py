@@ -51,7 +51,7 @@ def test_a_launch_that_does_not_fit_names_no_running_cap_beside_the_kv_caches_co
     from typer.testing import CliRunner
 
     from inferplan.shells.cli import app
-    # llama-server's 900 slots of 100 tokens do not fit: the count beside them is the memory budget's, not a cap
+    # llama-server's 256 slots of 2,000 tokens do not fit: the count beside them is the memory budget's, not a cap
     out = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "llamacpp",
-                                   "--quantization", "gguf-q4_k_m", "--max-model-len", "100", "--max-num-seqs", "900"]).output
+                                   "--quantization", "gguf-q4_k_m", "--max-model-len", "2000", "--max-num-seqs", "256"]).output
     assert "does not fit" in out and "the engine's cap" not in out
