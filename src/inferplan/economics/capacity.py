@@ -21,7 +21,7 @@ from inferplan.economics.ollama_hosts import ollama_servers
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
+from inferplan.inputs.workload import DecodePoolWorkload, Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.memory.layout import cell_widths, instance_gpus
@@ -172,8 +172,8 @@ def drafts(w: WorkloadProfile) -> dict:
 def decode_pool_shape(w: Workload) -> Workload:
     """The request shape one instance of a decode pool runs: its prompt arrives as KV cache from the prefill
     pool (vLLM's and SGLang's disaggregated prefill, TRT-LLM's generation servers), so no prompt token
-    rides its steps; the speed model prices that as every prompt token cached."""
-    return w.model_copy(update={"prefix_cache_hit_rate": 1.0})
+    rides its steps; the speed model prices that as every prompt token cached (``DecodePoolWorkload``)."""
+    return DecodePoolWorkload.model_validate({**w.model_dump(), "prefix_cache_hit_rate": 1.0})
 
 
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, decode_pool: bool = False) -> CellCapacity:
@@ -214,7 +214,6 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, dec
     pooled = ("the replica cells are the decode pool: the prefill pool runs each prompt and hands its KV cache over, "
               "so a cell's steps decode only (priced as every prompt token cached) and a request holds its slot "
               "for its output alone",) if decode_pool else ()
-    kept = [a for a in best.assumptions if not (decode_pool and a.startswith("prefix cache: "))]  # the shape's, not the load's
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
         data_parallel_size=par.data_parallel_size, expert_parallel=par.expert_parallel,
@@ -223,7 +222,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, dec
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=(*launch, *pooled, *kept),
+        meets_target=meets, source=best.source, assumptions=(*launch, *pooled, *best.assumptions),
         stated_max_num_seqs=cell.max_num_seqs,
         own_runs=own_run_words(profile, skipped),
     )

@@ -1,6 +1,6 @@
 """The serving workload a speed question is asked about."""
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -15,6 +15,10 @@ DEFAULT_ACCEPTANCE_RATE = 0.7
 
 
 class Workload(Input):
+    # True on the shape a decode pool's instance runs (``DecodePoolWorkload``): its prompt tokens count as
+    # cached because the prefill pool hands their KV cache over, not because the workload hits a prefix cache
+    prompt_from_prefill_pool: ClassVar[bool] = False
+
     input_len: int = Field(1024, ge=1, le=MAX_CONTEXT_TOKENS, description="prompt tokens per request")
     output_len: int = Field(256, ge=1, le=MAX_CONTEXT_TOKENS, description="generated tokens per request")
     concurrency: int | Literal["max"] = Field(1, description="requests in flight across the deployment, or 'max' (what memory allows)")
@@ -72,3 +76,12 @@ class Workload(Input):
             raise PydanticCustomError("concurrency_range", "concurrency must be between 1 and 10,000,000, or 'max'",
                                       {"allowed": "1 to 10,000,000, or max"})
         return value
+
+
+class DecodePoolWorkload(Workload):
+    """The request shape one instance of a decode pool runs (vLLM's and SGLang's disaggregated prefill,
+    TRT-LLM's generation servers): each prompt arrives as KV cache from the prefill pool, so no prompt token
+    rides its steps, priced as every prompt token cached. An estimate under it says no "prefix cache": the
+    cached prompt is the pool's handover, not a hit rate the workload states."""
+
+    prompt_from_prefill_pool: ClassVar[bool] = True

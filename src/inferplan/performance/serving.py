@@ -165,7 +165,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     assumptions.extend(ctx.network_notes)
     if ctx.pp > 1:
         assumptions.append(hop_note(ctx, running))
-    if w.prefix_cache_hit_rate:
+    if w.prefix_cache_hit_rate and not w.prompt_from_prefill_pool:  # a decode pool's prompt is handed over
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if (note := graphs_note(ctx.catalog.engine(d.engine), d.enforce_eager, ctx.requests_per_micro_batch(running),
                             ctx.mp.settings.graph_batch)) is not None:
