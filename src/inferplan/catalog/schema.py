@@ -11,7 +11,7 @@ would otherwise evaluate each field's annotation from a string at every start-up
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from inferplan.catalog.checkpoint_schema import GgufFile
 from inferplan.catalog.ollama_schema import OllamaTag
@@ -124,12 +124,24 @@ class KvDtype(Frozen):
 
 
 class CalibrationConstant(Frozen):
+    """A named constant the models use, with how it was reached: ``kind`` is the catalogue's (spec, measured,
+    derived, assumed) or ``fitted`` (solved against measurement points by a fit); an assumed one states its
+    basis, the sources it rests on or a ``basis`` in words."""
+
     id: str = Field(pattern=SLUG)
     value: float
     unit: str
+    kind: Literal["spec", "measured", "derived", "fitted", "assumed"]
+    basis: str | None = Field(None, min_length=1)  # why an assumed value, where no source says it
     fitted_on: tuple[str, ...] = ()  # measurement ids
     sources: tuple[str, ...] = ()  # source ids of published figures it was read or derived from
     method: str
     error: str  # how well it fits, in words and numbers
+
+    @model_validator(mode="after")
+    def _assumed_has_a_basis(self) -> "CalibrationConstant":
+        if self.kind == "assumed" and not (self.sources or self.basis):
+            raise ValueError(f"calibration constant {self.id} is assumed with no basis: name its sources or state a basis")
+        return self
 
 

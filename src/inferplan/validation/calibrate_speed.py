@@ -283,6 +283,7 @@ def to_yaml(fits: list[FamilyFit]) -> str:
                 f"  - id: {CONSTANT_IDS[name].format(f.family)}",
                 f"    value: {yaml_number(value)}",
                 f"    unit: {UNITS[name]}",
+                "    kind: fitted",
                 f"    fitted_on: []  # {how}",
                 f"    method: \"{method}\"",
                 f"    error: \"{error}\"",
