@@ -79,7 +79,8 @@ def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
     assert CATALOG.engine("vllm").default_backend(H100.software) is None
     with pytest.raises(InvalidScenarioError) as err:
         check_backend(CATALOG.engine("vllm"), "cuda", H100, with_backends)
-    assert "--engine llamacpp" in err.value.allowed and "only llama.cpp has" in str(err.value)
+    assert err.value.allowed == "leave it out, or engine llamacpp" and "only llama.cpp has" in str(err.value)
+    assert err.value.names == ("engine",)  # the domain field: each shell says it its own way
     with pytest.raises(TypeError):  # the engines that have back ends are the caller's to give, never left out
         check_backend(CATALOG.engine("vllm"), "cuda", H100)
     with pytest.raises(InvalidScenarioError) as none:
@@ -172,3 +173,12 @@ def test_mlx_memory_limits_cite_the_page_that_states_each():
     assert "(nothing pinned; eng-mlx-wired-limit)" in wired and "(eng-mlx-memory-limit)" in memory
     assert str(CATALOG.sources["eng-mlx-memory-limit"].url).endswith("mlx.core.set_memory_limit.html")
     assert str(CATALOG.sources["eng-mlx-wired-limit"].url).endswith("mlx.core.set_wired_limit.html")
+
+
+def test_the_cli_says_the_engine_a_back_end_needs_as_its_flag():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+    out = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+                                   "--backend", "vulkan"], env={"COLUMNS": "250"})
+    assert out.exit_code == 2 and "(allowed: leave it out, or --engine llamacpp)" in out.output

@@ -166,8 +166,8 @@ def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerato
         having = f"only {' and '.join(e.short_name for e in with_backends)} has" if with_backends else "no engine has"
         raise InvalidScenarioError(f"{having} selectable back ends (asked "
                                    f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
-                                   f"({accel.software.value})", field="backend",
-                                   allowed=", or ".join(("leave it out", *(f"--engine {e.id}" for e in with_backends))))
+                                   f"({accel.software.value})", field="backend", names=("engine",),
+                                   allowed=", or ".join(("leave it out", *(f"engine {e.id}" for e in with_backends))))
     usable = engine.backends_on(accel.software)
     if backend not in usable:
         why = (f"{engine.short_name}'s {backend} back end does not run on {accel.name} ({accel.software.value})"
