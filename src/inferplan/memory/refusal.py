@@ -48,7 +48,7 @@ def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
     where = (f"{fit.model} ({weights}) does not fit on {fit.parallel.gpus}× {fit.accelerator}"
              f"{'' if d.gpus is not None or d.system is not None or fit.parallel.gpus > 1 else ' (no GPU count given: one)'}")
     at = f"at max_model_len {fit.max_model_len:,}" + (
-        f", the context Ollama gives {d.model} on these GPUs (--max-model-len states another)"
+        f", the context Ollama gives {d.model} on these GPUs (max_model_len states another)"
         if ollama_default_context(catalog, d) else "")
     if room > 0 and need > room:
         _refuse_kv(fit, d, catalog, where, at, room, need)

@@ -209,7 +209,7 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
                       ratio=d.mamba_full_memory_ratio, slots=stated, draft=draft)
     if d.max_mamba_cache_size and pool.running_cap < 1:  # a stated pool that runs no request is no memory shortfall
         raise InvalidScenarioError(
-            f"--max-mamba-cache-size {d.max_mamba_cache_size:,} leaves {pool.slots:,} state slot(s) per rank"
+            f"max_mamba_cache_size {d.max_mamba_cache_size:,} leaves {pool.slots:,} state slot(s) per rank"
             + (f" over {ranks} DP attention ranks" if ranks > 1 else "") + f", and a running request holds "
             f"{pool.slots_per_request}: no request runs", field="max_mamba_cache_size",
             allowed=f"at least {pool.slots_per_request * ranks:,}, or leave it out")
