@@ -89,7 +89,7 @@ def own_run_words(profile: ServingProfile | None, skipped: tuple[str, ...]) -> t
 def workload_differs(profile: ServingProfile, w: "Workload") -> str:
     """Why ``profile`` does not answer workload ``w`` of its own deployment, in words ('' where it does): a profile
     holds at its own request lengths, with or without drafts as it ran, and with no prefix-cache hits (no
-    measured sweep records its hits)."""
+    measured sweep records its hits) and its prompts prefilled on the instance (not a decode pool's)."""
     why = []
     if (profile.input_tokens, profile.output_tokens) != (w.input_len, w.output_len):
         why.append(f"measured at {profile.input_tokens:,}/{profile.output_tokens:,} tokens a request, planned at "
@@ -97,7 +97,10 @@ def workload_differs(profile: ServingProfile, w: "Workload") -> str:
     if (profile.speculative is None) != (w.speculative_tokens == 0):
         why.append(f"planned with {w.speculative_tokens} draft tokens a step, measured without"
                    if profile.speculative is None else f"measured with {profile.speculative} drafts, planned without")
-    if w.prefix_cache_hit_rate:
+    if w.prompt_from_prefill_pool:  # a decode pool's prompts are the prefill pool's work, not cache hits
+        why.append("planned as a decode pool's instance, whose prompts the prefill pool prefills and hands over as KV "
+                   "cache, and the run prefilled its own")
+    elif w.prefix_cache_hit_rate:
         why.append(f"planned with {w.prefix_cache_hit_rate:.0%} of prompt tokens from the prefix cache, which no "
                    "run records (a prefix-cache hit rate of 0 plans on the run)")
     return "; ".join(why)
