@@ -29,7 +29,7 @@ LAYERS = {
     "performance": 3,
     "economics": 4,
     "search": 5, "scenario": 5, "deploy": 5, "measurements": 5,
-    "report": 6, "store": 6, "store_path": 6,
+    "report": 6, "store": 6, "store_path": 6, "store_schema": 6, "store_runs": 6,
     "shells": 7,
 }
 MAINTENANCE = "validation"

@@ -4,7 +4,8 @@ Each thread has its own connection, so the API can serve concurrent requests; wr
 ``BEGIN IMMEDIATE`` and wait (``busy_timeout``) instead of failing, so concurrent saves lose
 nothing. A vendor quote overrides the catalogue's price band wherever its system is used. The
 database records its version (``PRAGMA user_version``); one an earlier release wrote is migrated when
-opened (``MIGRATIONS``), one a later release wrote is refused.
+opened (``MIGRATIONS``, with the tables in ``store_schema``), one a later release wrote is refused. A run
+stored again is refused by its identity (``store_runs``).
 
 Each kind holds at most ``MAX_SAVED`` items: a save past the bound is refused (``StoreFullError``, naming
 the kind, the bound and how to delete one), never made room for by dropping an older item.
@@ -27,86 +28,10 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
-from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun
+from inferplan.performance.run_record import UserRun
 from inferplan.store_path import default_db_path
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS scenarios (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE,
-    body TEXT NOT NULL,
-    created TEXT NOT NULL,
-    updated TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS quotes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    system TEXT NOT NULL,
-    price_usd REAL NOT NULL,
-    quoted_on TEXT NOT NULL,
-    vendor TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '',
-    created TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS measurements (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    model TEXT NOT NULL,
-    accelerator TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created TEXT NOT NULL
-);
-"""
-
-
-
-def _runs_stating(added: dict, *, drafted_only: bool = False):
-    """A migration step: every stored run (``drafted_only``: every one with draft tokens) states the fields ``added`` as a
-    run stored before them recorded them (their values there); every key the run held stays as it was."""
-    def step(db: sqlite3.Connection) -> None:
-        for row in db.execute("SELECT id, body FROM measurements").fetchall():
-            body = json.loads(row["body"])
-            stated = {**added, **body}
-            if stated != body and (body.get("speculative_tokens") or not drafted_only):
-                db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
-    return step
-
-
-def _points_stating(added: dict):
-    """A migration step: every point of every stored run states the fields ``added`` as one stored before them
-    recorded them; every key a point held stays as it was."""
-    def step(db: sqlite3.Connection) -> None:
-        for row in db.execute("SELECT id, body FROM measurements").fetchall():
-            body = json.loads(row["body"])
-            points = [{**added, **p} for p in body.get("points", [])]
-            if points != body.get("points", []):
-                db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps({**body, "points": points}), row["id"]))
-    return step
-
-
-# version 1: a run states its speculative decoding, host KV tier, KTransformers release and host (one stored
-# before recorded none: no draft tokens, every other field null)
-RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
-# version 2: a run states the engine settings it was started with (one stored before: the engine's defaults, null)
-# and whether it ran without CUDA graphs (one stored before: with them, the engines' default)
-RUN_DEFAULT_SETTINGS = {**{f: None for f in RUN_SETTINGS}, "enforce_eager": False}
-# version 3: a point states the requests that failed (one stored before: null, not counted), and a run with draft
-# tokens where its acceptance rate came from (one stored before: unknown)
-POINT_UNCOUNTED_FAILURES = {"failed_requests": None}
-RUN_UNKNOWN_ACCEPTANCE = {"acceptance_origin": "unknown"}
-
-
-def _to_version_3(db: sqlite3.Connection) -> None:
-    """Version 2 to 3, one step for both records version 3 adds: every point counts its failed requests as one stored
-    before did (``POINT_UNCOUNTED_FAILURES``), and every run with draft tokens says where its acceptance rate came from
-    as one stored before can (``RUN_UNKNOWN_ACCEPTANCE``: its rate may have been stated, measured, published or the
-    default an import assumed, which ngram drafting no longer takes: ``measurements/draft_origin.py``). A release of
-    version 2 would refuse either key, so the version tells it the store is a later one's."""
-    _points_stating(POINT_UNCOUNTED_FAILURES)(db)
-    _runs_stating(RUN_UNKNOWN_ACCEPTANCE, drafted_only=True)(db)
-
-
-MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS),
-              _to_version_3)  # MIGRATIONS[v]: a store of version v to v + 1
-SCHEMA_VERSION = len(MIGRATIONS)
+from inferplan.store_runs import _measurement, _no_stored_point, _run_identity
+from inferplan.store_schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
 # items of each kind (its table) one store holds: many times what a person keeps, and a bound on what clients of
 # the HTTP API can write to its disk (a scenario is at most a 64 KiB body, a quote 2.4 KB, a run its parsed points)
@@ -381,53 +306,6 @@ class Store:
         with self._write() as db:
             if db.execute("DELETE FROM measurements WHERE id = ?", (measurement_id,)).rowcount == 0:
                 raise NotFoundError(f"no stored measurement {measurement_id}", field="id")
-
-
-# the point figures every importer has read: a run's identity (percentiles and the offered load,
-# read later, do not make a re-import of the same file a different run)
-IDENTITY_POINT_FIELDS = {"concurrency", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
-                         "output_tokens_per_s_total", "requests_per_s", "prefill_tokens_per_s"}
-
-
-# what a result file the client appended more runs to states otherwise, beside its points: the date (vLLM's latest
-# run's; an SGLang file states none, so the day of the import) and the acceptance the server measured (since it started)
-APPENDED_FIELDS = {"id", "file", "points", "measured_on", "measured_acceptance", "acceptance_rate", "acceptance_origin"}
-
-
-def _run_identity(run: MeasuredRun) -> str:
-    """What makes two imports the same run: its provenance and the points' means, not the file's name (a copy of the
-    file under another name measured nothing new) nor where its acceptance rate came from (a run stored before that
-    was recorded, imported again, is the same run)."""
-    return json.dumps({**run.model_dump(mode="json", exclude={"id", "file", "points", "acceptance_origin"}, exclude_none=True),
-                       "points": [p.model_dump(mode="json", include=IDENTITY_POINT_FIELDS) for p in run.points]},
-                      sort_keys=True)
-
-
-def _no_stored_point(run: MeasuredRun, rows: list[sqlite3.Row]) -> None:
-    """A run one of whose points a stored run of the same provenance holds already (every figure alike: the same
-    measurement) is refused naming both: a result file the client appended to after it was imported (SGLang's
-    bench_serving always appends) would count the stored point twice. What appending more runs changes is no new
-    provenance (``APPENDED_FIELDS``)."""
-    setup = run.model_dump(mode="json", exclude=APPENDED_FIELDS)
-    for row in rows:
-        stored = _measurement(row)
-        if stored.model_dump(mode="json", exclude=APPENDED_FIELDS) != setup:
-            continue
-        held = {_point_identity(p) for p in stored.points}
-        i, point = next(((i, p) for i, p in enumerate(run.points) if _point_identity(p) in held), (None, None))
-        if point is not None:
-            raise ConflictError(f"{run.file}: point {i + 1} (concurrency {point.concurrency}, {point.input_tokens}/"
-                                f"{point.output_tokens} tokens) is stored already in run {row['id']}",
-                                field="file", located=True, allowed=f"a file of points not stored yet (its new lines "
-                                f"alone), or delete run {row['id']} first to import the whole file")
-
-
-def _point_identity(point: MeasuredPoint) -> str:
-    return json.dumps(point.model_dump(mode="json", include=IDENTITY_POINT_FIELDS), sort_keys=True)
-
-
-def _measurement(row: sqlite3.Row) -> MeasuredRun:
-    return MeasuredRun.model_validate({**json.loads(row["body"]), "id": row["id"]})
 
 
 def _clean_name(name: str) -> str:
