@@ -173,7 +173,10 @@ def decode_pool_shape(w: Workload) -> Workload:
     """The request shape one instance of a decode pool runs: its prompt arrives as KV cache from the prefill
     pool (vLLM's and SGLang's disaggregated prefill, TRT-LLM's generation servers), so no prompt token
     rides its steps; the speed model prices that as every prompt token cached (``DecodePoolWorkload``)."""
-    return DecodePoolWorkload.model_validate({**w.model_dump(), "prefix_cache_hit_rate": 1.0})
+    # built from the fields as they stand, not validated again: a shape copied without its drafts (the
+    # same requests served without speculative decoding) keeps the acceptance rate stated beside them
+    return DecodePoolWorkload.model_construct(w.model_fields_set | {"prefix_cache_hit_rate"},
+                                              **{**dict(w), "prefix_cache_hit_rate": 1.0})
 
 
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile, *, decode_pool: bool = False) -> CellCapacity:
