@@ -2,7 +2,7 @@
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from inferplan.inputs import Input
@@ -85,3 +85,10 @@ class DecodePoolWorkload(Workload):
     cached prompt is the pool's handover, not a hit rate the workload states."""
 
     prompt_from_prefill_pool: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _whole_prompt_handed_over(self) -> "DecodePoolWorkload":
+        if self.prefix_cache_hit_rate != 1.0:  # left out, the field's 0.0 would be no handover at all
+            raise PydanticCustomError("decode_pool_prompt", "a decode pool's instance has every prompt token "
+                                      "handed over as KV cache (prefix_cache_hit_rate 1.0)", {"allowed": "1.0"})
+        return self
