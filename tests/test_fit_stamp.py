@@ -40,6 +40,13 @@ def test_every_module_a_prediction_loads_is_hashed():
     assert not [f for f in loaded if str(Path(f).resolve()) not in hashed]
 
 
+def test_the_store_modules_are_no_input_of_the_fit():
+    """The store sits above the layers a prediction loads: none of its modules is hashed."""
+    store = {"store.py", "store_schema.py", "store_runs.py"}
+    assert store <= {p.name for p in SRC_DIR.glob("store*.py")}
+    assert not [p for p in code_files() if p.name in store]
+
+
 @pytest.fixture
 def tree(tmp_path):
     data = tmp_path / "data"

@@ -28,7 +28,8 @@ STAMP_PREFIX = "# fit-stamp: "
 SRC_DIR = Path(__file__).resolve().parents[1]
 
 # Packages and modules the fit never loads: the layers above performance and the shells.
-UPPER_LAYERS = frozenset({"economics", "search", "deploy", "report", "shells", "store.py", "scenario.py"})
+UPPER_LAYERS = frozenset({"economics", "search", "deploy", "report", "shells", "store.py", "store_schema.py", "store_runs.py",
+                          "scenario.py"})
 
 
 def code_files(src_dir: Path = SRC_DIR) -> list[Path]:
