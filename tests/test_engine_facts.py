@@ -85,7 +85,12 @@ def test_an_engine_without_back_ends_refuses_one_naming_those_that_have_them():
         check_backend(CATALOG.engine("vllm"), "cuda", H100)
     with pytest.raises(InvalidScenarioError) as none:
         check_backend(CATALOG.engine("vllm"), "cuda", H100, ())
-    assert str(none.value).startswith("no engine has selectable back ends") and none.value.allowed == "leave it out"
+    assert str(none.value).startswith("none of the catalogue's engines has selectable back ends")
+    assert none.value.allowed == "leave it out"
+    from inferplan.shells.cli_common import flags_in  # a shell says the field the allowed text names, not the prose
+    for e in (err.value, none.value):
+        assert flags_in(str(e), {"engine": "--engine"}) == str(e)
+    assert flags_in(err.value.allowed, {"engine": "--engine"}) == "leave it out, or --engine llamacpp"
 
 
 def test_the_default_engine_by_software_stack_is_data():

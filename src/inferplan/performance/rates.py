@@ -163,7 +163,7 @@ def check_backend(engine: EngineDefaults, backend: str | None, accel: Accelerato
     if backend is None:
         return
     if not engine.backends:
-        having = f"only {' and '.join(e.short_name for e in with_backends)} has" if with_backends else "no engine has"
+        having = f"only {' and '.join(e.short_name for e in with_backends)} has" if with_backends else "none of the catalogue's engines has"
         raise InvalidScenarioError(f"{having} selectable back ends (asked "
                                    f"for {backend}); {engine.id} runs on {accel.name}'s own stack "
                                    f"({accel.software.value})", field="backend", names=("engine",),
