@@ -36,3 +36,15 @@ def test_an_assumed_constant_without_a_basis_fails_to_load(tmp_path):
     with pytest.raises(CatalogError, match="assumed with no basis"):
         _load_one(tmp_path, constant)
     _load_one(tmp_path, dict(constant, sources=["seed001-rent-first"]))  # a source is a basis too
+
+
+def test_a_constant_says_how_it_was_reached(catalog):
+    """Solved against measurement points (one record or several, by bisection too): fitted; a header's
+    constant taken as the driver's answer, or a value picked inside a published range: assumed; computed from
+    a measured total: derived."""
+    kinds = {c.id: c.kind for c in catalog.calibration}
+    fitted = ("vllm-v02-non-torch-bytes-multi-gpu", "llamacpp-compute-activation-bytes-per-ubatch-hidden",
+              "host-memory-expert-read-efficiency")
+    assert [kinds[i] for i in fitted] == ["fitted"] * len(fitted)
+    assert kinds["nccl-v220-nvls-multicast-granularity-bytes"] == kinds["allreduce-latency-s-nvlink"] == "assumed"
+    assert kinds["driver-reserved-fraction"] == "derived"
