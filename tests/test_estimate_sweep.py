@@ -90,3 +90,16 @@ def test_sweep_refuses_as_estimate():
     refusal = _answer(lambda: estimate(d, long, CATALOG))
     assert isinstance(refusal, tuple)
     assert _answer(lambda: sweep.at(d, long)) == refusal
+
+
+def test_a_decode_pools_shape_is_not_answered_from_the_same_numbers_stated(monkeypatch):
+    """A decode pool's shape and the same fields stated as a workload are two workloads: each figured on its own."""
+    import inferplan.performance.serving as serving
+    from inferplan.economics.capacity import decode_pool_shape
+    figured = []
+    real = serving.figures_at
+    monkeypatch.setattr(serving, "figures_at", lambda ctx, c: figured.append(type(ctx.w)) or real(ctx, c))
+    sweep, stated = EstimateSweep(CATALOG, use_profiles=False), BASE.model_copy(update={"prefix_cache_hit_rate": 1.0})
+    for w in (stated, decode_pool_shape(stated), stated):
+        sweep.figures(DEPLOYMENTS[0], w)
+    assert [t.__name__ for t in figured] == ["Workload", "DecodePoolWorkload"]

@@ -294,7 +294,7 @@ class EstimateSweep:
         self.catalog, self.use_profiles = catalog, use_profiles
         self._started: dict[tuple[int, int | str], tuple] = {}  # by (deployment asked, concurrency); each object held
         self._contexts: dict[int, tuple[Deployment, ServingContext]] = {}  # by deployment started
-        self._figures: dict[tuple, Figures] = {}  # by deployment started, concurrency and the rest of the workload
+        self._figures: dict[tuple, Figures] = {}  # by deployment started, workload type, concurrency and the rest of the workload
 
     def at(self, d: Deployment, w: Workload) -> ServingEstimate:
         ctx, stated, _, slots_note = self._context(d, w)
@@ -307,7 +307,7 @@ class EstimateSweep:
         if self.use_profiles and find_profile(ctx, stated)[0] is not None:
             return Figures.of(_estimate_in(ctx, stated, slots_note, True, ()))
         concurrency = concurrency_for(ctx, w)  # 'max' and the number it comes to are one answer
-        key = (id(started), concurrency, *(value for name, value in w if name != "concurrency"))
+        key = (id(started), type(w), concurrency, *(value for name, value in w if name != "concurrency"))
         if key not in self._figures:
             self._figures[key] = figures_at(ctx, concurrency)
         return self._figures[key]
