@@ -46,6 +46,7 @@ class PointTails(BaseModel):
 
     load: str  # what the run offered, as modelled
     percentiles: tuple[TailComparison, ...]
+    trust: str | None = None  # which figure to compare, where the two part for a known reason (``IN_STEP_NOTE``)
 
 
 class TailMedian(BaseModel):
@@ -92,7 +93,20 @@ def compare_tails(d: Deployment, w: Workload, p: MeasuredPoint, catalog: Catalog
             approx, sim = getattr(tails.approximation, m), getattr(tails.simulation, m)
             rows.append(TailComparison(metric=m, measured=measured, approximation=approx, simulation=sim,
                                        approximation_error=approx / measured - 1, simulation_error=sim / measured - 1))
-    return PointTails(load=tails.load, percentiles=tuple(rows))
+    trust = IN_STEP_NOTE if tails.simulation_in_step else None
+    return PointTails(load=tails.load, percentiles=tuple(rows), trust=trust)
+
+
+# a simulated closed loop of one-length requests that stayed in step, beside a served run's: vLLM's engine
+# core steps as soon as a request is in its input queue (``EngineCoreProc.run_busy_loop``,
+# vllm/v1/engine/core.py) and its API server tokenises requests one at a time (a one-worker executor,
+# vllm/entrypoints/openai/serving_engine.py), so requests sent together reach a step apart, and
+# requests of one length that start apart end apart
+IN_STEP_NOTE = ("compare the approximation: the simulated clients stayed in step (each round admitted together, its "
+                "first tokens waiting on every prompt of the round), while a served run's drift apart: the engine "
+                "steps as soon as one request has reached it and the server takes requests sent together one at a "
+                "time, and requests of one length that start apart end apart, each newcomer joining a running "
+                "batch, the steady state the approximation prices")
 
 
 def tail_medians(points: list[PointTails]) -> tuple[TailMedian, ...]:

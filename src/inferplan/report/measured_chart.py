@@ -65,5 +65,7 @@ def run_text(c: RunComparison) -> str:
     stated = run_settings(r)
     text = (f"#{r.id} {r.measured_on}: {r.model} on {r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}"
             f"{f' ({stated})' if stated else ''}, {len(r.points)} points ({r.format}: {r.file}) — median |error| {errors or '—'}")
-    return text + (f"; under load (approximation / simulation) {tails}" if tails else "") + "".join(f"; {n}" for n in c.notes)
+    trust = dict.fromkeys(p.tails.trust for p in c.points if p.tails and p.tails.trust)  # which figure to compare
+    return (text + (f"; under load (approximation / simulation) {tails}" if tails else "")
+            + "".join(f"; {n}" for n in (*trust, *c.notes)))
 

@@ -51,6 +51,7 @@ class PredictedTails(BaseModel):
     load: str  # what the run offered, as modelled
     approximation: TailFigures
     simulation: TailFigures
+    simulation_in_step: bool = False  # a simulated run's closed loop stayed in step (``simulate.in_step``)
 
 
 def run_load(*, input_tokens: float, output_tokens: float, requests: int | None, request_rate_per_s: float | None = None,
@@ -84,4 +85,5 @@ def predict_tails(curve: ServiceCurve, load: Load, *, requests: int | None, simu
     results = [simulate(curve, load, requests=per_run, seed=seed) for seed in range(runs)]
     approx = approximate(curve, load)
     return PredictedTails(load=describe(load), approximation=TailFigures(**{m: getattr(approx, m) for m in TAIL_METRICS}),
-                          simulation=TailFigures(**{m: statistics.fmean(getattr(r, m) for r in results) for m in TAIL_METRICS}))
+                          simulation=TailFigures(**{m: statistics.fmean(getattr(r, m) for r in results) for m in TAIL_METRICS}),
+                          simulation_in_step=any(r.in_step for r in results))

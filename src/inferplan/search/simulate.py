@@ -128,6 +128,9 @@ class SimulationResult(LatencyPercentiles):
     requests_per_s: float  # completed over the simulated span
     output_tokens_per_s: float
     span_s: float  # first arrival to last completion
+    # a closed loop whose clients stayed in step: each round of its requests admitted together, in one
+    # step, every request's first token waiting on the whole round's prompts (``in_step``)
+    in_step: bool = False
 
 
 class Engine:
@@ -377,7 +380,19 @@ def simulate(curve: ServiceCurve, load: Load, *, requests: int, seed: int = 0, r
              router: Literal["least-loaded", "round-robin"] = "least-loaded", check: Check | None = None) -> SimulationResult:
     """p50/p95/p99 TTFT, TPOT and E2E of ``requests`` simulated requests (see the module text)."""
     t = simulate_requests(curve, load, requests=requests, seed=seed, replicas=replicas, router=router, check=check)
-    return summarise(t, replicas=replicas, router=router, seed=seed, step_s=max(curve.decode_step_s))
+    result = summarise(t, replicas=replicas, router=router, seed=seed, step_s=max(curve.decode_step_s))
+    engines = min(replicas * curve.data_parallel, load.clients) if load.arrival == "closed" else 0
+    return result.model_copy(update={"in_step": bool(engines) and in_step(t, load.clients, engines)})
+
+
+def in_step(t: RequestTimes, clients: int, engines: int) -> bool:
+    """Whether a closed loop of ``clients`` over ``engines`` engines stayed in step: its requests admitted at
+    no more distinct instants than its rounds (each engine's clients sending one request each), so that every
+    round entered one step together. It takes an engine of two clients or more (a lone client waits on no other's
+    prompt) and a client of two requests or more (one round is no loop)."""
+    n = len(t.admitted_s)
+    rounds = math.ceil(n / min(clients, n))
+    return clients > engines and rounds > 1 and len(np.unique(t.admitted_s)) <= rounds * engines
 
 
 def summarise(t: RequestTimes, *, replicas: int, router: str, seed: int, step_s: float) -> SimulationResult:

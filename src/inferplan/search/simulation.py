@@ -229,7 +229,7 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router, check=check)
     approx = approximate(curve, load, q.replicas)
     cache = _cache(q, w, catalog)
-    closed = CLOSED_LOOP_NOTE if load.arrival == "closed" else None
+    closed = (CLOSED_LOOP_NOTE + (IN_STEP_NOTE if sim.in_step else "")) if load.arrival == "closed" else None
     notes = cache.pop("notes") + tuple(n for n in (closed, overload_note(approx, q.replicas)) if n)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
@@ -238,8 +238,12 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
 
 # what a simulated closed loop assumes, beside the approximation's steady state (a perf estimate's too)
 CLOSED_LOOP_NOTE = ("closed loop: the clients send their first requests together, as benchmark clients do, and each "
-                    "its next when its last ends (with fixed lengths they stay in step); the approximation, like a perf "
-                    "estimate, is the steady state: requests arrive spread out, each newcomer joining a running batch")
+                    "its next when its last ends (with fixed lengths they can stay in step); the approximation, like a "
+                    "perf estimate, is the steady state: requests arrive spread out, each newcomer joining a running batch")
+# a closed loop simulated in step: a served one drifts out of it (``measurements/tails.IN_STEP_NOTE`` says how)
+IN_STEP_NOTE = ("; these clients stayed in step, each first token waiting on every prompt of its round, where a "
+                "served run's drift apart (the engine steps as soon as one request has reached it, its server takes "
+                "requests sent together one at a time): the approximation is the figure for a served run")
 
 
 def overload_note(approx: TailLatency, replicas: int) -> str | None:

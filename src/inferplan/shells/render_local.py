@@ -118,6 +118,8 @@ def _print_tails(console: Console, result) -> None:
             table.add_row(TAIL_LABELS[c.metric], _figure(c.metric, c.measured), _figure(c.metric, c.approximation),
                           f"{c.approximation_error:+.1%}", _figure(c.metric, c.simulation), f"{c.simulation_error:+.1%}")
         console.print(table)
+        if p.tails.trust:
+            console.print(escape(p.tails.trust))
     console.print("median |error| (approximation / simulation): " + ", ".join(
         f"{TAIL_LABELS[m.metric]} {m.approximation_abs_error:.1%} / {m.simulation_abs_error:.1%}"
         for m in result.tail_median_abs_error))
