@@ -11,6 +11,9 @@ import pytest
 from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.formats import guess_format, parse
 from inferplan.measurements.records import RunProvenance, read_runs
+from inferplan.memory.precision import kv_cache_dtype_of
+from inferplan.memory.resolve import resolve_model
+from inferplan.performance.run_record import run_deployment
 
 DATA = Path(__file__).parent / "data" / "measurements"
 LINES = [json.loads(line) for line in (DATA / "sglang_bench_serving.jsonl").read_text().splitlines()]
@@ -93,3 +96,37 @@ def test_an_older_sglang_servers_dp_size_under_dp_attention_adds_no_gpus(catalog
     server = {**SERVER, "tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
     (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
     assert (run.gpus, run.tensor_parallel_size, run.data_parallel_size) == (2, 2, None)
+
+
+@pytest.mark.parametrize(("reported", "stored"), [("auto", None), ("fp8_e4m3", "fp8"), ("fp8_e5m2", "fp8"), ("bfloat16", "bf16")])
+def test_an_sglang_servers_kv_cache_dtype_is_the_runs(catalog, reported, stored):
+    # auto is the engine's default (the model's dtype, or the checkpoint's FP8 KV quantization), as the plan resolves it
+    server = {**SERVER, "kv_cache_dtype": reported}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert run.kv_cache_dtype == stored
+    assert run_deployment(run).kv_cache_dtype == (stored or "auto")
+
+
+def test_the_kv_cache_dtype_the_server_reported_moves_the_comparisons_prediction(catalog):
+    runs = [read_runs(catalog, [("sglang.jsonl", _file(*[{**SERVER, "kv_cache_dtype": kv}] * 3))], RunProvenance(gpu="h100"))[0]
+            for kv in ("auto", "fp8_e4m3")]
+    bf16, fp8 = (kv_cache_dtype_of(catalog, run_deployment(r), resolve_model(catalog, r.model)) for r in runs)
+    assert (bf16.id, fp8.id) == ("bf16", "fp8")
+
+
+def test_a_stated_kv_cache_dtype_the_server_reported_otherwise_is_refused_naming_both(catalog):
+    server = {**SERVER, "kv_cache_dtype": "fp8_e4m3"}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="fp8"))
+    assert run.kv_cache_dtype == "fp8"
+    for stated, srv in (("bf16", server), ("fp8", SERVER)):
+        with pytest.raises(InvalidScenarioError) as info:
+            read_runs(catalog, [("sglang.jsonl", _file(srv, srv, srv))], RunProvenance(gpu="h100", kv_cache_dtype=stated))
+        assert info.value.field == "kv_cache_dtype" and "server_info.kv_cache_dtype" in str(info.value)
+
+
+def test_a_server_kv_cache_dtype_the_catalogue_cannot_size_is_refused_naming_its_key(catalog):
+    server = {**SERVER, "kv_cache_dtype": "nvfp4"}
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert info.value.field == "server_info.kv_cache_dtype" and "fp8_e4m3" in info.value.allowed
+    assert str(info.value).startswith("sglang.jsonl:")

@@ -236,7 +236,8 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     given = given.model_copy(update={  # the layout and CUDA graphs a file states (SGLang's server_info), unless stated
         "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
         "data_parallel_size": given.data_parallel_size or _file_replicas(meta),
-        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true"})
+        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true",
+        "kv_cache_dtype": _server_kv_dtype(catalog, name, meta, given)})
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)
@@ -271,6 +272,22 @@ def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance)
         if key.startswith("server_info.") and None not in (stated, reported) and stated != reported:
             raise InvalidScenarioError(f"{name}: stated {field} {stated}, but the server reported {key} {meta[field]}",
                                        field=field, allowed=f"leave it out, or what the server reported ({meta[field]})")
+
+
+def _server_kv_dtype(catalog: Catalog, name: str, meta: dict[str, str], given: RunProvenance) -> str | None:
+    """The run's KV cache dtype: the stated one, else the one the server reported (SGLang's
+    ``server_info.kv_cache_dtype``, as the catalogue's id; its auto is the engine's default, None). A stated one the
+    server reported otherwise is refused naming both: the run would be predicted at another KV cache size."""
+    stated, reported = given.kv_cache_dtype, meta.get("kv_cache_dtype")
+    if stated is None or reported is None:
+        return stated if reported in (None, "auto") else reported
+    if reported == "auto" or catalog.kv_cache_dtype(stated).id != reported:
+        ran = "auto (the engine's default: the checkpoint's KV quantization, else the model's dtype)" if reported == "auto" \
+            else reported
+        raise InvalidScenarioError(f"{name}: stated kv_cache_dtype {stated}, but the server reported "
+                                   f"server_info.kv_cache_dtype {ran}", field="kv_cache_dtype",
+                                   allowed=f"leave it out, or what the server reported ({reported})")
+    return stated
 
 
 def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
                                                   read_count, read_json, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
@@ -323,7 +324,20 @@ def _server_info(run: Any) -> dict[str, str]:
             stated |= {field: "true", f"{field}_field": f"server_info.{key}"}
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
-    return stated | _graphs_disabled(info)
+    return stated | _graphs_disabled(info) | _server_kv_dtype(info)
+
+
+def _server_kv_dtype(info: dict) -> dict[str, str]:
+    """The KV cache dtype the server ran, as the catalogue's id ("auto": the engine's default; ``clients.yaml``
+    ``server_kv_cache_dtypes``); {} where ``server_info`` states none. A dtype with no catalogued id is refused."""
+    value = info.get("kv_cache_dtype")
+    if not isinstance(value, str) or not value.strip():
+        return {}
+    names = _clients()["server_kv_cache_dtypes"]["values"]
+    if value.strip() not in names:
+        raise InvalidScenarioError(f"server_info.kv_cache_dtype {value.strip()[:40]!r} is no KV cache type the plan "
+                                   "sizes", field="server_info.kv_cache_dtype", allowed=", ".join(names))
+    return {"kv_cache_dtype": names[value.strip()] or "auto", "kv_cache_dtype_field": "server_info.kv_cache_dtype"}
 
 
 def _graphs_disabled(info: dict) -> dict[str, str]:
