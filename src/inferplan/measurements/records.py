@@ -21,6 +21,7 @@ from inferplan.inputs import Input, SafeName
 from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
+from inferplan.measurements.same_level import one_point_per_level
 from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.measurements.server_acceptance import FILE_DRAFTS, MeasuredAcceptance, file_acceptance
 from inferplan.inputs.deployment import Deployment
@@ -443,7 +444,9 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
         raise InvalidScenarioError("no result file given", field="files", allowed="1 or more files")
     if len(files) > MAX_FILES:
         raise InvalidScenarioError(f"{len(files)} files at once", field="files", allowed=f"at most {MAX_FILES}")
-    return [read_run(catalog, name, data, given) for name, data in files]
+    runs = [read_run(catalog, name, data, given) for name, data in files]
+    one_point_per_level(runs)
+    return runs
 
 
 def run_settings(run: MeasuredRun) -> str:

@@ -1,0 +1,37 @@
+"""Two files of one import that measured the same load level of the same deployment on the same day are refused
+naming both (the plans would keep one figure and drop the other unread); other days and other levels import
+together."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.measurements.records import RunProvenance, read_runs
+
+DATA = Path(__file__).parent / "data" / "measurements"
+C8 = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
+GIVEN = RunProvenance(gpu="h100", model="llama-3.1-8b")
+
+
+def _file(**changed) -> bytes:
+    return json.dumps({**C8, **changed}).encode()
+
+
+def test_a_rerun_of_one_level_in_a_second_file_is_refused_naming_both(catalog):
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("first.json", _file()), ("rerun.json", _file(mean_ttft_ms=52.0))], GIVEN)
+    message = str(info.value)
+    assert message.startswith("rerun.json: point 1 measures the load level of first.json point 1 again (concurrency 8")
+    assert info.value.field == "file" and "leave one file out" in info.value.allowed
+
+
+def test_other_days_and_levels_import_together(catalog):
+    files = [("a.json", _file()), ("b.json", _file(mean_ttft_ms=52.0, date="20261102-101500")),
+             ("c.json", (DATA / "vllm_bench_serve_c32.json").read_bytes())]
+    assert len(read_runs(catalog, files, GIVEN)) == 3
+
+
+def test_one_run_given_twice_is_left_to_the_stores_same_run_refusal(catalog):
+    assert len(read_runs(catalog, [("a.json", _file()), ("a.json", _file())], GIVEN)) == 2
