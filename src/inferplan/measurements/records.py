@@ -23,6 +23,7 @@ from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
 from inferplan.measurements.same_level import one_point_per_level
 from inferplan.measurements.naming import ftype_quantization, run_model
+from inferplan.measurements.serving_formats import server_kv_dtype
 from inferplan.measurements.server_acceptance import FILE_DRAFTS, MeasuredAcceptance, file_acceptance
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -238,7 +239,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
         "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
         "data_parallel_size": given.data_parallel_size or _file_replicas(meta),
         "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true",
-        "kv_cache_dtype": _server_kv_dtype(catalog, name, meta, given)})
+        "kv_cache_dtype": _server_kv_dtype(catalog, meta, given)})
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)
@@ -275,20 +276,23 @@ def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance)
                                        field=field, allowed=f"leave it out, or what the server reported ({meta[field]})")
 
 
-def _server_kv_dtype(catalog: Catalog, name: str, meta: dict[str, str], given: RunProvenance) -> str | None:
+def _server_kv_dtype(catalog: Catalog, meta: dict[str, str], given: RunProvenance) -> str | None:
     """The run's KV cache dtype: the stated one, else the one the server reported (SGLang's
-    ``server_info.kv_cache_dtype``, as the catalogue's id; its auto is the engine's default, None). A stated one the
+    ``server_info.kv_cache_dtype`` as the catalogue's id; its auto is the engine's default, None). A stated one the
     server reported otherwise is refused naming both: the run would be predicted at another KV cache size."""
-    stated, reported = given.kv_cache_dtype, meta.get("kv_cache_dtype")
-    if stated is None or reported is None:
-        return stated if reported in (None, "auto") else reported
-    if reported == "auto" or catalog.kv_cache_dtype(stated).id != reported:
-        ran = "auto (the engine's default: the checkpoint's KV quantization, else the model's dtype)" if reported == "auto" \
-            else reported
-        raise InvalidScenarioError(f"{name}: stated kv_cache_dtype {stated}, but the server reported "
+    named = meta.get("kv_cache_dtype") if meta.get("kv_cache_dtype_field") == "server_info.kv_cache_dtype" else None
+    if named is None:
+        return given.kv_cache_dtype
+    reported = server_kv_dtype(named)
+    if given.kv_cache_dtype is None:
+        return reported
+    if reported is None or catalog.kv_cache_dtype(given.kv_cache_dtype).id != reported:
+        ran = f"{named} ({reported})" if reported else f"{named} (the engine's default: the checkpoint's KV quantization, " \
+            "else the model's dtype)"
+        raise InvalidScenarioError(f"stated kv_cache_dtype {given.kv_cache_dtype}, but the server reported "
                                    f"server_info.kv_cache_dtype {ran}", field="kv_cache_dtype",
-                                   allowed=f"leave it out, or what the server reported ({reported})")
-    return stated
+                                   allowed=f"leave it out, or what the server reported ({reported or named})")
+    return given.kv_cache_dtype
 
 
 def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
