@@ -35,3 +35,12 @@ def test_other_days_and_levels_import_together(catalog):
 
 def test_one_run_given_twice_is_left_to_the_stores_same_run_refusal(catalog):
     assert len(read_runs(catalog, [("a.json", _file()), ("a.json", _file())], GIVEN)) == 2
+
+
+def test_a_files_second_point_at_one_level_is_told_to_take_an_import_of_its_own():
+    # a file of its own in the same import is refused too (above): the refusal sends the rerun to an import of its own
+    from inferplan.measurements.formats import parse
+
+    with pytest.raises(InvalidScenarioError) as info:
+        parse("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n1,10,10,6\n", "csv")
+    assert "in a file and an import of its own" in str(info.value)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.measurements.formats import guess_format, parse
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.memory.precision import kv_cache_dtype_of
@@ -132,3 +132,10 @@ def test_a_server_kv_cache_dtype_the_catalogue_cannot_size_is_refused_naming_its
         read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
     assert info.value.field == "server_info.kv_cache_dtype" and "fp8_e4m3" in info.value.allowed
     assert str(info.value).startswith("sglang.jsonl:")
+
+
+def test_a_stated_kv_cache_dtype_of_no_name_is_refused_as_stated_not_as_the_files(catalog):
+    server = {**SERVER, "kv_cache_dtype": "fp8_e4m3"}
+    with pytest.raises(InferplanError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="fp9"))
+    assert info.value.field == "kv_cache_dtype" and not str(info.value).startswith("sglang.jsonl")

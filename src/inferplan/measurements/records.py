@@ -286,7 +286,11 @@ def _server_kv_dtype(catalog: Catalog, meta: dict[str, str], given: RunProvenanc
     reported = server_kv_dtype(named)
     if given.kv_cache_dtype is None:
         return reported
-    if reported is None or catalog.kv_cache_dtype(given.kv_cache_dtype).id != reported:
+    try:
+        stated = catalog.kv_cache_dtype(given.kv_cache_dtype).id
+    except InferplanError:  # no dtype of that name: refused as stated, by ``check_stated``
+        return given.kv_cache_dtype
+    if reported is None or stated != reported:
         ran = f"{named} ({reported})" if reported else f"{named} (the engine's default: the checkpoint's KV quantization, " \
             "else the model's dtype)"
         raise InvalidScenarioError(f"stated kv_cache_dtype {given.kv_cache_dtype}, but the server reported "
