@@ -118,12 +118,20 @@ def test_a_stated_kv_cache_dtype_the_server_reported_otherwise_is_refused_naming
     server = {**SERVER, "kv_cache_dtype": "fp8_e4m3"}
     (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="fp8"))
     assert run.kv_cache_dtype == "fp8"
-    for stated, srv in (("bf16", server), ("fp8", SERVER)):
-        with pytest.raises(InvalidScenarioError) as info:
-            read_runs(catalog, [("sglang.jsonl", _file(srv, srv, srv))], RunProvenance(gpu="h100", kv_cache_dtype=stated))
-        assert info.value.field == "kv_cache_dtype"
-        assert str(info.value).startswith("sglang.jsonl: stated kv_cache_dtype ")  # the file named once
-        assert "server reported server_info.kv_cache_dtype " in str(info.value)
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="bf16"))
+    assert info.value.field == "kv_cache_dtype"
+    assert str(info.value).startswith("sglang.jsonl: stated kv_cache_dtype ")  # the file named once
+    assert "server reported server_info.kv_cache_dtype fp8_e4m3 (fp8)" in str(info.value)
+
+
+@pytest.mark.parametrize("stated", ["fp8", "bf16"])
+def test_a_stated_kv_cache_dtype_beside_a_servers_auto_is_kept(catalog, stated):
+    # auto states nothing (the engine's default): the user's statement wins, as a stated model or quantization does
+    server = {**SERVER, "tp_size": 8}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))],
+                       RunProvenance(gpu="b300", gpus=8, model="kimi-k3", quantization="mxfp4", kv_cache_dtype=stated))
+    assert (run.model, run.kv_cache_dtype, run_deployment(run).kv_cache_dtype) == ("kimi-k3", stated, stated)
 
 
 def test_a_server_kv_cache_dtype_the_catalogue_cannot_size_is_refused_naming_its_key(catalog):

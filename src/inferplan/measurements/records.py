@@ -278,8 +278,9 @@ def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance)
 
 def _server_kv_dtype(catalog: Catalog, meta: dict[str, str], given: RunProvenance) -> str | None:
     """The run's KV cache dtype: the stated one, else the one the server reported (SGLang's
-    ``server_info.kv_cache_dtype`` as the catalogue's id; its auto is the engine's default, None). A stated one the
-    server reported otherwise is refused naming both: the run would be predicted at another KV cache size."""
+    ``server_info.kv_cache_dtype`` as the catalogue's id; its auto is the engine's default, None, which states
+    nothing: a stated dtype beside it is kept, as a stated model or quantization is). A stated one the server named
+    otherwise is refused naming both: the run would be predicted at another KV cache size."""
     named = meta.get("kv_cache_dtype") if meta.get("kv_cache_dtype_field") == "server_info.kv_cache_dtype" else None
     if named is None:
         return given.kv_cache_dtype
@@ -290,12 +291,10 @@ def _server_kv_dtype(catalog: Catalog, meta: dict[str, str], given: RunProvenanc
         stated = catalog.kv_cache_dtype(given.kv_cache_dtype).id
     except InferplanError:  # no dtype of that name: refused as stated, by ``check_stated``
         return given.kv_cache_dtype
-    if reported is None or stated != reported:
-        ran = f"{named} ({reported})" if reported else f"{named} (the engine's default: the checkpoint's KV quantization, " \
-            "else the model's dtype)"
+    if reported is not None and stated != reported:
         raise InvalidScenarioError(f"stated kv_cache_dtype {given.kv_cache_dtype}, but the server reported "
-                                   f"server_info.kv_cache_dtype {ran}", field="kv_cache_dtype",
-                                   allowed=f"leave it out, or what the server reported ({reported or named})")
+                                   f"server_info.kv_cache_dtype {named} ({reported})", field="kv_cache_dtype",
+                                   allowed=f"leave it out, or what the server reported ({reported})")
     return given.kv_cache_dtype
 
 
