@@ -44,3 +44,17 @@ def test_a_files_second_point_at_one_level_is_told_to_take_an_import_of_its_own(
     with pytest.raises(InvalidScenarioError) as info:
         parse("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n1,10,10,6\n", "csv")
     assert "in a file and an import of its own" in str(info.value)
+
+
+def test_speculative_runs_of_other_measured_acceptance_import_together(catalog):
+    # the plans keep them as two profiles (drafts and acceptance rate apart); one acceptance twice is one level twice
+    spec = json.loads((DATA / "vllm_bench_serve_spec_c8.json").read_text())
+    qwen = RunProvenance(gpu="h100", model="qwen3-8b", speculative_tokens=3, speculative_method="eagle3")
+
+    def file(length: float, ttft_ms: float = 48.3) -> bytes:
+        return json.dumps({**spec, "spec_decode_acceptance_length": length, "mean_ttft_ms": ttft_ms}).encode()
+
+    runs = read_runs(catalog, [("a.json", file(2.6)), ("b.json", file(2.2))], qwen)
+    assert len({r.acceptance_rate for r in runs}) == 2
+    with pytest.raises(InvalidScenarioError):
+        read_runs(catalog, [("a.json", file(2.6)), ("b.json", file(2.6, ttft_ms=52.0))], qwen)

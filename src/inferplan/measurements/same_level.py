@@ -15,8 +15,9 @@ from inferplan.errors import InvalidScenarioError
 if TYPE_CHECKING:
     from inferplan.measurements.records import MeasuredRun
 
-# what each file of one import measures itself, beside the deployment and day it shares with the others
-PER_FILE = {"id", "file", "points", "note", "measured_acceptance", "acceptance_rate", "acceptance_origin", "kv_cache_tokens"}
+# what each file of one import measures itself, beside the deployment and day it shares with the others; the
+# acceptance rate a run is planned at is not among them: the plans keep runs of other rates apart (``_drafts``)
+PER_FILE = {"id", "file", "points", "note", "measured_acceptance", "acceptance_origin", "kv_cache_tokens"}
 
 
 def one_point_per_level(runs: list["MeasuredRun"]) -> None:
