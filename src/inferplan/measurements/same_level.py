@@ -1,9 +1,10 @@
 """Two files of one import that measured the same load level of the same deployment on the same day.
 
 The plans pool the runs of one deployment, taking the newest run's point where two measured one load level
-(``performance/local_runs.py``: newest by date, then by the order stored); two such runs imported together differ
-in neither, so one figure would be kept and the other dropped unread. The import refuses them naming both files
-and points, as ``formats.py`` refuses two points of one file at one level.
+(``performance/local_runs.py``: newest by date, then by the order stored); two such runs imported together share
+the date and differ only in the order stored (their ids), so the later file's figure would be kept arbitrarily and
+the other dropped unread. The import refuses them naming both files and points, as ``formats.py`` refuses two
+points of one file at one level.
 """
 
 from __future__ import annotations
