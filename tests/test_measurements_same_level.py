@@ -58,3 +58,13 @@ def test_speculative_runs_of_other_measured_acceptance_import_together(catalog):
     assert len({r.acceptance_rate for r in runs}) == 2
     with pytest.raises(InvalidScenarioError):
         read_runs(catalog, [("a.json", file(2.6)), ("b.json", file(2.6, ttft_ms=52.0))], qwen)
+
+
+def test_two_files_at_one_concurrency_and_other_request_rates_both_reach_the_profile(catalog):
+    # the import tells the levels apart by request rate, and so does the plans' pooling: neither point dropped
+    from inferplan.performance.local_runs import as_profiles
+
+    files = [("r4.json", _file(request_rate=4.0, mean_tpot_ms=5.0)), ("r8.json", _file(request_rate=8.0, mean_tpot_ms=7.0))]
+    runs = tuple(r.model_copy(update={"id": i}) for i, r in enumerate(read_runs(catalog, files, GIVEN), 1))
+    (profile,) = as_profiles(runs, catalog)
+    assert sorted(round(1 / p.output_tokens_per_s_per_user.value, 4) for p in profile.points) == [0.005, 0.007]
