@@ -134,16 +134,19 @@ def miss_text(label: str, best: float, limit: float, unit: str, side: str, lead:
 def memory_shortfall(catalog, d) -> float | None:
     """How far a family that fits in no layout is from fitting, in the shape of the other reasons' ``shortfall``: the
     memory one instance on all the platform's GPUs (``Space.unfitted``) needs per GPU over what the engine can use of
-    each (1.5: half as much again), its weights, one sequence's KV cache at the load's context and its buffers; None
-    where no plan sizes it (refused before sizing)."""
+    each (1.5: half as much again), its weights, one sequence's KV cache at the load's context and its buffers; where
+    start-up is short too (``memory/startup.py``), what it needs per GPU over the headroom outside the engine's
+    fraction, each on its own base, the larger of the two; None where no plan sizes it (refused before sizing)."""
     if d is None:
         return None
     try:
         r = fit(d, catalog)
     except InferplanError:
         return None
-    short = max(r.shortfall_bytes, r.startup_shortfall_bytes_per_gpu)
-    return None if r.fits or short <= 0 or r.usable_bytes_per_gpu <= 0 else 1 + short / r.usable_bytes_per_gpu
+    ratios = [1 + short / base for short, base in ((r.shortfall_bytes, r.usable_bytes_per_gpu),
+                                                  (r.startup_shortfall_bytes_per_gpu, r.startup_headroom_bytes_per_gpu))
+              if short > 0 and base > 0]
+    return None if r.fits or not ratios else max(ratios)
 
 
 def closest_first(x: Infeasible) -> tuple:
