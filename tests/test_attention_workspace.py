@@ -84,3 +84,14 @@ def test_a_passing_start_up_check_does_not_hide_a_failing_workspace(catalog, mon
     monkeypatch.setattr(fit_module, "startup_check", lambda *a, **k: passing)
     r = fit(Deployment(**D04), catalog)
     assert not r.fits and "aiter attention workspace" in r.startup_note
+
+
+def test_a_start_up_shortfall_is_measured_against_start_ups_headroom(catalog):
+    # the pool fits, start-up does not: search's memory shortfall is what start-up needs over the headroom outside
+    # the fraction, not over the memory the engine uses inside it
+    from inferplan.search.reasons import memory_shortfall
+
+    r = fit(Deployment(**D04), catalog)
+    assert r.shortfall_bytes == 0 and 0 < r.startup_headroom_bytes_per_gpu < r.usable_bytes_per_gpu
+    needed = r.startup_headroom_bytes_per_gpu + r.startup_shortfall_bytes_per_gpu
+    assert memory_shortfall(catalog, Deployment(**D04)) == pytest.approx(needed / r.startup_headroom_bytes_per_gpu)

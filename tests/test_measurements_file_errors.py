@@ -94,3 +94,11 @@ def test_a_file_holding_a_stored_runs_point_and_more_is_refused_naming_the_run(t
     assert "stored already in run 1" in again.stderr
     listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
     assert len(json.loads(listed.stdout)["measurements"]) == 1
+
+
+def test_an_import_counts_a_files_one_point_as_one_point(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n")
+    argv = ["measurements", "import", str(path), "--gpu", "H100", "--model", "llama-3.1-8b", "--db", str(tmp_path / "m.db")]
+    done = CliRunner().invoke(app, argv, prog_name="inferplan", env={"COLUMNS": "200"})
+    assert done.exit_code == 0 and "(csv, 1 point)" in done.stdout, done.output

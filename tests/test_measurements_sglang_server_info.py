@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.measurements.formats import guess_format, parse
 from inferplan.measurements.records import RunProvenance, read_runs
+from inferplan.memory.precision import kv_cache_dtype_of
+from inferplan.memory.resolve import resolve_model
+from inferplan.performance.run_record import run_deployment
 
 DATA = Path(__file__).parent / "data" / "measurements"
 LINES = [json.loads(line) for line in (DATA / "sglang_bench_serving.jsonl").read_text().splitlines()]
@@ -93,3 +96,54 @@ def test_an_older_sglang_servers_dp_size_under_dp_attention_adds_no_gpus(catalog
     server = {**SERVER, "tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
     (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
     assert (run.gpus, run.tensor_parallel_size, run.data_parallel_size) == (2, 2, None)
+
+
+@pytest.mark.parametrize(("reported", "stored"), [("auto", None), ("fp8_e4m3", "fp8"), ("fp8_e5m2", "fp8"), ("bfloat16", "bf16")])
+def test_an_sglang_servers_kv_cache_dtype_is_the_runs(catalog, reported, stored):
+    # auto is the engine's default (the model's dtype, or the checkpoint's FP8 KV quantization), as the plan resolves it
+    server = {**SERVER, "kv_cache_dtype": reported}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert run.kv_cache_dtype == stored
+    assert run_deployment(run).kv_cache_dtype == (stored or "auto")
+
+
+def test_the_kv_cache_dtype_the_server_reported_moves_the_comparisons_prediction(catalog):
+    runs = [read_runs(catalog, [("sglang.jsonl", _file(*[{**SERVER, "kv_cache_dtype": kv}] * 3))], RunProvenance(gpu="h100"))[0]
+            for kv in ("auto", "fp8_e4m3")]
+    bf16, fp8 = (kv_cache_dtype_of(catalog, run_deployment(r), resolve_model(catalog, r.model)) for r in runs)
+    assert (bf16.id, fp8.id) == ("bf16", "fp8")
+
+
+def test_a_stated_kv_cache_dtype_the_server_reported_otherwise_is_refused_naming_both(catalog):
+    server = {**SERVER, "kv_cache_dtype": "fp8_e4m3"}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="fp8"))
+    assert run.kv_cache_dtype == "fp8"
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="bf16"))
+    assert info.value.field == "kv_cache_dtype"
+    assert str(info.value).startswith("sglang.jsonl: stated kv_cache_dtype ")  # the file named once
+    assert "server reported server_info.kv_cache_dtype fp8_e4m3 (fp8)" in str(info.value)
+
+
+@pytest.mark.parametrize("stated", ["fp8", "bf16"])
+def test_a_stated_kv_cache_dtype_beside_a_servers_auto_is_kept(catalog, stated):
+    # auto states nothing (the engine's default): the user's statement wins, as a stated model or quantization does
+    server = {**SERVER, "tp_size": 8}
+    (run,) = read_runs(catalog, [("sglang.jsonl", _file(server, server, server))],
+                       RunProvenance(gpu="b300", gpus=8, model="kimi-k3", quantization="mxfp4", kv_cache_dtype=stated))
+    assert (run.model, run.kv_cache_dtype, run_deployment(run).kv_cache_dtype) == ("kimi-k3", stated, stated)
+
+
+def test_a_server_kv_cache_dtype_the_catalogue_cannot_size_is_refused_naming_its_key(catalog):
+    server = {**SERVER, "kv_cache_dtype": "nvfp4"}
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100"))
+    assert info.value.field == "server_info.kv_cache_dtype" and "fp8_e4m3" in info.value.allowed
+    assert str(info.value).startswith("sglang.jsonl:")
+
+
+def test_a_stated_kv_cache_dtype_of_no_name_is_refused_as_stated_not_as_the_files(catalog):
+    server = {**SERVER, "kv_cache_dtype": "fp8_e4m3"}
+    with pytest.raises(InferplanError) as info:
+        read_runs(catalog, [("sglang.jsonl", _file(server, server, server))], RunProvenance(gpu="h100", kv_cache_dtype="fp9"))
+    assert info.value.field == "kv_cache_dtype" and not str(info.value).startswith("sglang.jsonl")

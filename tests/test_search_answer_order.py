@@ -79,3 +79,27 @@ def test_beside_results_every_reason_of_a_capped_search_is_shown():
 def test_beside_results_a_latency_search_shows_its_memory_groups():
     _, reasons = _reasons_printed(["--model", "qwen3-30b-a3b", "--users", "1", "--ttft-p95", "0.3"])
     assert {"latency", "memory", "price"} <= reasons
+
+
+def test_memory_groups_carry_the_memory_short_and_list_the_nearest_to_fitting_first(catalog):
+    # deepseek-v3 fits in no one system searched: each family's group says how much more memory per GPU one
+    # instance on the whole system needs than the engine can use (a ratio, as the budget's and latency's are)
+    from inferplan.search.request import SearchRequest
+    from inferplan.search.run import search
+
+    res = search(SearchRequest(models=("deepseek-v3",), systems=("rtx-pro-6000-workstation", "framework-desktop"),
+                               engines=("vllm", "llamacpp"), request_rate_per_s=1, input_len=1000, output_len=100), catalog)
+    groups = res.infeasible_summary.groups
+    assert groups and all(g.reason == "memory" and g.shortfall is not None and g.shortfall > 1 for g in groups)
+    assert [g.shortfall for g in groups] == sorted(g.shortfall for g in groups)
+    nearest = groups[0].families[0]
+    assert (nearest.platform, nearest.quantization) == ("framework-desktop", "gguf-q2_k")  # 2 systems of it hold one
+    assert [x.shortfall for x in res.infeasible] == sorted(x.shortfall for x in res.infeasible)
+
+
+def test_memory_measured_against_the_gpus_keeps_its_place_among_the_reasons_no_stated_limit_measures():
+    memory = [fam("m1", "memory", "needs 4 systems", 3.9), fam("m2", "memory", "needs 2 systems", 1.9)]
+    price = [fam(f"p{i}", "price", "no listing") for i in range(4)]
+    groups = _groups((*memory, *price, fam("l", "latency", "5% under", 1.05)))
+    assert [(g.reason, g.shortfall) for g in groups] == [("latency", 1.05), ("price", None), ("memory", 1.9),
+                                                         ("memory", 3.9)]

@@ -321,7 +321,8 @@ def _one_point_per_level(parsed: Parsed, fmt: str) -> None:
             rate = f", {p.request_rate_per_s:g} requests/s" if p.request_rate_per_s else ""
             raise bad_field(parsed.places[i], f"measures the load level of {parsed.places[seen[level]]} again (concurrency "
                             f"{p.concurrency}, {p.input_tokens}/{p.output_tokens} tokens{rate}): one point per load level; "
-                            "import each run of it in a file of its own", fmt)
+                            "import each run of it in a file and an import of its own (the later import is the newer run)",
+                            fmt)
         seen[level] = i
 
 

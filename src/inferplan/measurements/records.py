@@ -21,7 +21,9 @@ from inferplan.inputs import Input, SafeName
 from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
+from inferplan.measurements.same_level import one_point_per_level
 from inferplan.measurements.naming import ftype_quantization, run_model
+from inferplan.measurements.serving_formats import server_kv_dtype
 from inferplan.measurements.server_acceptance import FILE_DRAFTS, MeasuredAcceptance, file_acceptance
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -236,7 +238,8 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     given = given.model_copy(update={  # the layout and CUDA graphs a file states (SGLang's server_info), unless stated
         "pipeline_parallel_size": given.pipeline_parallel_size or _file_int(meta, "pipeline_parallel_size"),
         "data_parallel_size": given.data_parallel_size or _file_replicas(meta),
-        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true"})
+        "enforce_eager": given.enforce_eager or meta.get("enforce_eager") == "true",
+        "kv_cache_dtype": _server_kv_dtype(catalog, meta, given)})
     model_field = "model" if given.model else meta.get("model_field", "model")
     spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
     accel = catalog.accelerator(given.gpu)
@@ -271,6 +274,28 @@ def _server_layout_agrees(name: str, meta: dict[str, str], given: RunProvenance)
         if key.startswith("server_info.") and None not in (stated, reported) and stated != reported:
             raise InvalidScenarioError(f"{name}: stated {field} {stated}, but the server reported {key} {meta[field]}",
                                        field=field, allowed=f"leave it out, or what the server reported ({meta[field]})")
+
+
+def _server_kv_dtype(catalog: Catalog, meta: dict[str, str], given: RunProvenance) -> str | None:
+    """The run's KV cache dtype: the stated one, else the one the server reported (SGLang's
+    ``server_info.kv_cache_dtype`` as the catalogue's id; its auto is the engine's default, None, which states
+    nothing: a stated dtype beside it is kept, as a stated model or quantization is). A stated one the server named
+    otherwise is refused naming both: the run would be predicted at another KV cache size."""
+    named = meta.get("kv_cache_dtype") if meta.get("kv_cache_dtype_field") == "server_info.kv_cache_dtype" else None
+    if named is None:
+        return given.kv_cache_dtype
+    reported = server_kv_dtype(named)
+    if given.kv_cache_dtype is None:
+        return reported
+    try:
+        stated = catalog.kv_cache_dtype(given.kv_cache_dtype).id
+    except InferplanError:  # no dtype of that name: refused as stated, by ``check_stated``
+        return given.kv_cache_dtype
+    if reported is not None and stated != reported:
+        raise InvalidScenarioError(f"stated kv_cache_dtype {given.kv_cache_dtype}, but the server reported "
+                                   f"server_info.kv_cache_dtype {named} ({reported})", field="kv_cache_dtype",
+                                   allowed=f"leave it out, or what the server reported ({reported})")
+    return given.kv_cache_dtype
 
 
 def _check_data_parallel(dp: int | None, gpus: int, per_copy: int) -> None:
@@ -426,7 +451,9 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
         raise InvalidScenarioError("no result file given", field="files", allowed="1 or more files")
     if len(files) > MAX_FILES:
         raise InvalidScenarioError(f"{len(files)} files at once", field="files", allowed=f"at most {MAX_FILES}")
-    return [read_run(catalog, name, data, given) for name, data in files]
+    runs = [read_run(catalog, name, data, given) for name, data in files]
+    one_point_per_level(runs)
+    return runs
 
 
 def run_settings(run: MeasuredRun) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
                                                   read_count, read_json, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
@@ -305,7 +306,7 @@ def _server_draft_tokens(run: Any) -> dict[str, object]:
 # fills -> the server argument (its resolved value; python/sglang/srt/utils/common.py ``build_server_info``)
 SGLANG_SERVER_KEYS = {"model": "model_path", "engine_version": "version", "tensor_parallel_size": "tp_size",
                       "pipeline_parallel_size": "pp_size", "data_parallel_size": "dp_size", "quantization": "quantization",
-                      "enforce_eager": "disable_cuda_graph"}
+                      "enforce_eager": "disable_cuda_graph", "kv_cache_dtype": "kv_cache_dtype"}
 
 
 def _server_info(run: Any) -> dict[str, str]:
@@ -324,6 +325,16 @@ def _server_info(run: Any) -> dict[str, str]:
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             stated |= {field: str(value).strip()[:200], f"{field}_field": f"server_info.{key}"}
     return stated | _graphs_disabled(info)
+
+
+def server_kv_dtype(name: str) -> str | None:
+    """The catalogue's id of the KV cache dtype SGLang names (``clients.yaml`` ``server_kv_cache_dtypes``; auto: None,
+    the engine's default); a name with no catalogued element type is refused naming ``server_info.kv_cache_dtype``."""
+    names = _clients()["server_kv_cache_dtypes"]["values"]
+    if name not in names:
+        raise InvalidScenarioError(f"server_info.kv_cache_dtype {name[:40]!r} is no KV cache type the plan sizes",
+                                   field="server_info.kv_cache_dtype", allowed=", ".join(names))
+    return names[name]
 
 
 def _graphs_disabled(info: dict) -> dict[str, str]:

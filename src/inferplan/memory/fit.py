@@ -343,6 +343,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         engine_release=d.engine_version, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
         startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,
+        startup_headroom_bytes_per_gpu=start.headroom_bytes_per_gpu if start else 0.0,
         startup_note=start.note(rule, settings) if start and not start.starts else None,
         kv_cache_range_low_bytes_per_gpu=cold and cold.low_bytes_per_gpu,
         kv_cache_range_high_bytes_per_gpu=cold and cold.high_bytes_per_gpu,

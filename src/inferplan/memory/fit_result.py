@@ -133,6 +133,7 @@ class MemoryFit(BaseModel):
     model_runner: Literal["V1", "V2"] | None = None
     # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
     startup_shortfall_bytes_per_gpu: float = 0.0
+    startup_headroom_bytes_per_gpu: float = 0.0  # what that check has outside the fraction (0: no check)
     startup_note: str | None = None  # why, with the figures, when it does
     # an integrated GPU whose engine release sizes the KV cache from the device's free memory (memory/page_cache.py):
     # the KV cache per GPU with the checkpoint still in the page cache (low) and with none (high, the plan's

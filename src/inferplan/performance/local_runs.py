@@ -54,13 +54,14 @@ def interp_log(xs: list[float], ys: list[float], x: float) -> float:
 
 
 def _pooled(found: list[UserRun]) -> UserRun:
-    """The matching runs as one: every load level measured, the newest run's where two measured the
-    same one; named by the newest run (its id and date)."""
+    """The matching runs as one: every load level measured (concurrency, lengths and request rate, as the import
+    tells levels apart), the newest run's where two measured the same one; named by the newest run (its id and
+    date)."""
     newest_first = sorted(found, key=lambda r: (r.measured_on, r.id), reverse=True)
-    points: dict[tuple[int, int, int], MeasuredPoint] = {}
+    points: dict[tuple[int, int, int, float | None], MeasuredPoint] = {}
     for run in newest_first:
         for p in run.points:
-            points.setdefault((p.concurrency, p.input_tokens, p.output_tokens), p)
+            points.setdefault((p.concurrency, p.input_tokens, p.output_tokens, p.request_rate_per_s), p)
     return newest_first[0].model_copy(update={"points": tuple(points.values())})
 
 

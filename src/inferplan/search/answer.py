@@ -70,12 +70,12 @@ def _nearest_first(groups: list[ReasonGroup]) -> tuple[ReasonGroup, ...]:
     """A reason's groups together: first the reasons measured against a limit the request states (a group with a
     ``shortfall``: the budget, a latency target), then the rest, each part the reason failing most families
     first; within a reason the group nearest the request first (its least ``shortfall``: under a capex cap the
-    cheapest machine, for a missed target the smallest miss), those with no measured distance after, larger
-    first (sorts are stable: then the families' own order)."""
+    cheapest machine, for a missed target the smallest miss, for memory the least memory needed over the GPUs'),
+    those with no measured distance after, larger first (sorts are stable: then the families' own order)."""
     families = Counter()
     for g in groups:
         families[g.reason] += len(g.families)
-    measured = {g.reason for g in groups if g.shortfall is not None}
+    measured = {g.reason for g in groups if g.shortfall is not None} - set(AT_ANY_PRICE)  # memory: the GPUs' own limit
     rank = {r: i for i, r in enumerate(dict.fromkeys(g.reason for g in groups))}
     return tuple(sorted(groups, key=lambda g: (g.reason not in measured, -families[g.reason], rank[g.reason],
                                                g.shortfall is None, g.shortfall or 0.0, -len(g.families))))

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inferplan.errors import InferplanError
+from inferplan.memory.fit import fit
 from inferplan.search.arrivals import rate_text
 from inferplan.search.request import Targets
 from inferplan.search.result import Infeasible
@@ -127,6 +129,24 @@ def miss_text(label: str, best: float, limit: float, unit: str, side: str, lead:
     share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
     u = f" {unit}" if unit else ""
     return f"{label} {lead} {best:.{digits}g}{u} against {limit:g}{u} ({share} {side})"
+
+
+def memory_shortfall(catalog, d) -> float | None:
+    """How far a family that fits in no layout is from fitting, in the shape of the other reasons' ``shortfall``: the
+    memory one instance on all the platform's GPUs (``Space.unfitted``) needs per GPU over what the engine can use of
+    each (1.5: half as much again), its weights, one sequence's KV cache at the load's context and its buffers; where
+    start-up is short too (``memory/startup.py``), what it needs per GPU over the headroom outside the engine's
+    fraction, each on its own base, the larger of the two; None where no plan sizes it (refused before sizing)."""
+    if d is None:
+        return None
+    try:
+        r = fit(d, catalog)
+    except InferplanError:
+        return None
+    ratios = [1 + short / base for short, base in ((r.shortfall_bytes, r.usable_bytes_per_gpu),
+                                                  (r.startup_shortfall_bytes_per_gpu, r.startup_headroom_bytes_per_gpu))
+              if short > 0 and base > 0]
+    return None if r.fits or not ratios else max(ratios)
 
 
 def closest_first(x: Infeasible) -> tuple:

@@ -154,7 +154,9 @@ class Infeasible(_Frozen):
     reason: Literal["memory", "latency", "throughput", "budget", "power", "gpus", "price", "engine"]
     message: str
     # how far the family's best candidate lands from the request's cap or missed target, as a ratio of at
-    # least 1 (budget: the least capex over the cap); families closest to the request are listed first
+    # least 1 (budget: the least capex over the cap; memory: the memory per GPU one instance on all the platform's GPUs
+    # needs over what the engine can use, or start-up's needs over its headroom where that is the larger,
+    # ``reasons.memory_shortfall``); families closest to the request are listed first
     shortfall: float | None = None
     fits_in_quantization: str | None = None  # memory, when nothing was found: a smaller format that fits (fit's answer)
     fits_at_max_model_len: int | None = None  # ... at this shorter context (None: at the load's)

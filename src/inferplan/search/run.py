@@ -35,7 +35,8 @@ from inferplan.search.near_miss import NearMisses
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import platform_label, priced_systems, pricing_notes, unit_costs
-from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
+from inferplan.search.reasons import (FamilyStats, closest_first, explain, memory_shortfall, slack, target_mask,
+                                      targets_text)
 from inferplan.search.ranking import Pick, top_picks
 from inferplan.search.sim_check import CHECK_REQUESTS, MAX_CHECKS, SimulatedCheck, pick_deployment
 from inferplan.search.request import SearchRequest, Targets
@@ -110,7 +111,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                           bare_in_systems=bare is not None and bool(priced_systems(catalog, bare)))
                   for f, s in stats.items() if not s.feasible]
     infeasible = limit.explained(infeasible)
-    infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
+    infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m,
+                              shortfall=memory_shortfall(catalog, space.unfitted.get(f)))
                    for f, m in space.excluded.items() if f not in stats]
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="price", message=m)
                    for f, m in space.unpriced.items()]

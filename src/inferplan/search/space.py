@@ -303,8 +303,9 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
                           max_model_len=max_model_len)
         try:
             layouts = _layouts(catalog, base, p, engine, req)
-        except InferplanError as exc:
+        except InferplanError as exc:  # a replica over more systems than a network joins, or past the cells' reach
             space.excluded.setdefault(key, str(exc))
+            space.unfitted.setdefault(key, base.model_copy(update={"gpus": p.gpus}))
             continue
         if not layouts:
             space.excluded.setdefault(key, f"{spec.name} does not fit in {p.gpus} {p.accelerator.name} at "

@@ -9,6 +9,7 @@ import typer
 from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, console, emit_json,
                                          err_console, fail, run, TokensOpt)
 from inferplan.performance.run_record import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
+from inferplan.units import plural
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
 
 RunDraftOpt = typer.Option(None, "--draft-model", help=(
@@ -143,7 +144,7 @@ def import_cmd(
     from inferplan.measurements.records import failure_text
 
     for r in saved:
-        console.print(f"imported run {r.id}: {r.file} ({r.format}, {len(r.points)} points) — {r.model} on "
+        console.print(f"imported run {r.id}: {r.file} ({r.format}, {plural(len(r.points), 'point')}) — {r.model} on "
                       f"{r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}", highlight=False)
         if failed := failure_text(r):
             err_console.print(f"[yellow]note:[/] run {r.id}: {failed}", highlight=False)
