@@ -60,6 +60,15 @@ def test_sglang_nvfp4_moe_on_mi300x_is_refused_naming_what_remains(catalog, mode
     assert "another engine: vllm" in e.value.allowed and "fp8" in e.value.allowed.split(": ")[-1].split(", ")
 
 
+def test_vllm_0_19_takes_petit_only_for_the_hf_quant_config_layout(catalog):
+    # 0.19.0 claims a config.json quantization_config as modelopt_fp4 before Petit, and ROCm refuses that
+    source = catalog.sources["es-vllm-wheels-petit-no-fusedmoe"]
+    assert "modelopt_fp4 (line 943) before petit_nvfp4" in source.title and "hf_quant_config.json" in source.title
+    for rid in ("vllm-nvfp4-petit-outside-cdna2-cdna3", "vllm-nvfp4-moe-petit-cdna2-cdna3"):
+        rule = catalog.gpu_refusals.records[rid]
+        assert "hf_quant_config.json" in rule.note and "quantization_config" in rule.note
+
+
 def test_a_dense_nvfp4_model_still_runs_on_mi300x_with_sglang(catalog):
     assert fit(Deployment(model="qwen3-8b", gpu="MI300X", engine="sglang", quantization="nvfp4",
                           max_model_len=8192), catalog).fits
