@@ -15,6 +15,8 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
+from inferplan.memory.precision import model_formats
+from inferplan.memory.resolve import resolve_model
 from inferplan.performance.here import what_runs_on
 from inferplan.performance.serving import estimate
 from inferplan.search.request import SearchRequest
@@ -58,6 +60,14 @@ def test_sglang_nvfp4_moe_on_mi300x_is_refused_naming_what_remains(catalog, mode
         plans[step]()
     assert e.value.field == "quantization" and "nvfp4 routed experts" in str(e.value)
     assert "another engine: vllm" in e.value.allowed and "fp8" in e.value.allowed.split(": ")[-1].split(", ")
+
+
+def test_the_other_formats_offered_are_the_models_own(catalog):
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(Deployment(**ON_MI300X, engine="sglang"), catalog)
+    offered = set(e.value.allowed.split("another quantization with sglang: ")[-1].split(", "))
+    own = model_formats(catalog, resolve_model(catalog, NEMOTRON), "sglang")
+    assert offered and offered <= set(own) and not offered & {"fp32", "mxfp4-w4a4"}
 
 
 def test_vllm_0_19_takes_petit_only_for_the_hf_quant_config_layout(catalog):

@@ -27,6 +27,7 @@ naming engine_version and the releases outside the range.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 from pydantic import Field, model_validator
 
@@ -164,19 +165,23 @@ def gpu_refusal(catalog, engine: str, release: str | None, architecture: str | N
 
 
 def check_engine_runs_model_on(catalog, engine: str, engine_version: str | None, architecture: str | None,
-                               model_name: str, quant, accel, moe: bool = False) -> None:
+                               model_name: str, quant, accel, moe: bool = False, *,
+                               formats: Collection[str]) -> None:
     """Raise ``engine_refusal``'s error, if any."""
-    refused = engine_refusal(catalog, engine, engine_version, architecture, model_name, quant, accel, moe)
+    refused = engine_refusal(catalog, engine, engine_version, architecture, model_name, quant, accel, moe,
+                             formats=formats)
     if refused is not None:
         raise refused
 
 
 def engine_refusal(catalog, engine: str, engine_version: str | None, architecture: str | None,
-                   model_name: str, quant, accel, moe: bool = False) -> InvalidScenarioError | None:
+                   model_name: str, quant, accel, moe: bool = False, *,
+                   formats: Collection[str]) -> InvalidScenarioError | None:
     """The error (field ``gpu``; ``quantization`` for a ``moe_only`` refusal) when the engine's release does
     not run the model's architecture on ``accel``'s GPU architecture, whatever the format, or its weights'
     format (``quant``), whatever the model or (``moe_only``) on a model with routed experts (``moe``);
-    ``allowed`` says what remains (``_remaining``). None: no refusal recorded."""
+    ``allowed`` says what remains (``_remaining``), other formats among ``formats``, the weight formats the
+    model exists in for the engine (the caller's ``memory.precision.model_formats``). None: no refusal recorded."""
     release = parse_engine_version(engine_version)[0] if engine_version else None
     refusal = gpu_refusal(catalog, engine, release, architecture, accel, quant.id, moe)
     if refusal is None:
@@ -189,16 +194,16 @@ def engine_refusal(catalog, engine: str, engine_version: str | None, architectur
             f"({accel.architecture})" if refusal.moe_only else
             f"{quant.id} weights ({model_name}) on {accel.name} ({accel.architecture}), whatever the model")
     field = "quantization" if refusal.moe_only else "gpu"  # the experts' format, on every GPU of the stack alike
-    options = _remaining(catalog, refusal, release, architecture, quant, accel, moe)
+    options = _remaining(catalog, refusal, release, architecture, quant, accel, moe, formats)
     return InvalidScenarioError(f"{name}{at} does not run {what} (source {refusal.sources[0]})", field=field,
                                 allowed="; or ".join(options) or "none in the catalogue")
 
 
 def _remaining(catalog, refusal: GpuRefusal, release: str | None, architecture: str | None, quant, accel,
-               moe: bool) -> list[str]:
+               moe: bool, model_formats: Collection[str]) -> list[str]:
     """What a refusal leaves: the other engines that run the model's weights on ``accel``, the GPU
     architectures of its software stack where the engine does, the engine's releases after the range, and
-    for a ``moe_only`` refusal the other formats the engine runs there."""
+    for a ``moe_only`` refusal the model's other formats (``model_formats``) the engine runs there."""
     engine = refusal.engine
     engines = [e.id for e in catalog.engines if e.id != engine and (not e.runs_on or accel.software in e.runs_on)
                and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel, quant.id,
@@ -209,7 +214,7 @@ def _remaining(catalog, refusal: GpuRefusal, release: str | None, architecture: 
     options += [f"a GPU of architecture {', '.join(gpus)} with {engine}"] if gpus else []
     options += [f"{catalog.engines.records[engine].name} after {refusal.last_release}"] if refusal.last_release else []
     if refusal.moe_only:
-        formats = [q.id for q in catalog.quantizations if q.id != quant.id
+        formats = [q.id for q in catalog.quantizations if q.id != quant.id and q.id in model_formats
                    and catalog.engines.records[engine].loads(q, accel=accel, release=release)
                    and gpu_refusal(catalog, engine, release, architecture, accel, q.id, moe) is None]
         options += [f"another quantization with {engine}: {', '.join(formats)}"] if formats else []
