@@ -12,7 +12,11 @@ with no floor recorded is never refused.
 A ``GpuRefusal`` records GPU architectures on which an engine's releases do not run a model
 architecture at all, whatever the checkpoint's format (DeepSeek-V4 on TensorRT-LLM before Blackwell), or
 do not run a weight format on any model (MXFP4 on TensorRT-LLM before Hopper, which has no MoE kernel for
-it there): ``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain.
+it there), or (``moe_only``) do not run a weight format's routed experts, so refuse it on a mixture-of-experts
+model alone (NVFP4 through Petit, whose kernels quantize the linear layers and give FusedMoE no method):
+``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain. A
+refusal asked of an engine's unstated release is asked of its current one (engine_memory_rules.yaml
+``current_release``), the release a plan is made at.
 
 An ``IntegratedGpuRefusal`` records releases that do not start on a CUDA integrated GPU (accelerators'
 ``integrated_gpu``: GB10, Jetson) whatever the model, such as SGLang releases that size their defaults from
@@ -23,10 +27,11 @@ naming engine_version and the releases outside the range.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 from pydantic import Field, model_validator
 
-from inferplan.catalog.memory_rules import parse_engine_version, release_key
+from inferplan.catalog.memory_rules import current_release, parse_engine_version, release_key
 from inferplan.catalog.provenance import Kind, release_order
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.errors import CatalogError, InvalidScenarioError, UnsupportedSettingError
@@ -113,9 +118,11 @@ def check_engine_loads(catalog, engine: str, engine_version: str | None, archite
 class GpuRefusal(EngineReleaseRecord):
     """Releases ``first_release``..``last_release`` of ``engine`` (inclusive; None: unbounded) do not run
     ``architecture`` (whatever its format), or weights in ``quantization`` (whatever the model), on a GPU of
-    any of ``gpu_architectures`` (accelerators.yaml ``architecture``); one of the two is named."""
+    any of ``gpu_architectures`` (accelerators.yaml ``architecture``); one of the two is named. ``moe_only``:
+    the format's routed experts do not run there (a model with them is refused, a dense one is not)."""
 
     gpu_architectures: tuple[str, ...] = Field(min_length=1)
+    moe_only: bool = False
     first_release: str | None = None
     last_release: str | None = None  # the newest release the sources cover
 
@@ -123,16 +130,20 @@ class GpuRefusal(EngineReleaseRecord):
     def _releases(self) -> "GpuRefusal":
         if (self.architecture is None) == (self.quantization is None):
             raise ValueError("a GPU refusal names a model architecture or a quantization, not both")
+        if self.moe_only and self.quantization is None:
+            raise ValueError("moe_only refuses a quantization's routed experts: name the quantization")
         for release in (self.first_release, self.last_release):
             if release is not None:
                 release_key(release)
         return self
 
     def applies(self, engine: str, release: str | None, architecture: str | None, gpu_architecture: str,
-                quantization: str | None = None) -> bool:
-        """Whether the refusal covers ``release`` (None: the engine's unstated default, covered when the
-        range is open-ended above or states none) of a model of ``architecture`` in ``quantization``."""
+                quantization: str | None = None, moe: bool = False) -> bool:
+        """Whether the refusal covers ``release`` (None: a release not known, always covered) of a model of
+        ``architecture`` in ``quantization``, with routed experts when ``moe``."""
         subject = self.architecture == architecture if self.quantization is None else self.quantization == quantization
+        if self.moe_only and not moe:
+            return False
         if self.engine != engine or not subject or gpu_architecture not in self.gpu_architectures:
             return False
         if release is None:
@@ -143,44 +154,71 @@ class GpuRefusal(EngineReleaseRecord):
 
 
 def gpu_refusal(catalog, engine: str, release: str | None, architecture: str | None, accel,
-                quantization: str | None = None) -> GpuRefusal | None:
-    """The refusal of ``engine`` at ``release`` running ``architecture`` in ``quantization`` on ``accel`` (None:
-    none recorded)."""
+                quantization: str | None = None, moe: bool = False) -> GpuRefusal | None:
+    """The refusal of ``engine`` at ``release`` (None: its current release, where one is recorded) running
+    ``architecture`` in ``quantization`` (with routed experts when ``moe``) on ``accel`` (None: none recorded)."""
+    if release is None:
+        current = current_release(catalog, engine)
+        release = current.release if current is not None else None
     return next((r for r in catalog.gpu_refusals
-                 if r.applies(engine, release, architecture, accel.architecture, quantization)), None)
+                 if r.applies(engine, release, architecture, accel.architecture, quantization, moe)), None)
 
 
 def check_engine_runs_model_on(catalog, engine: str, engine_version: str | None, architecture: str | None,
-                               model_name: str, quant, accel) -> None:
+                               model_name: str, quant, accel, moe: bool = False, *,
+                               formats: Collection[str]) -> None:
     """Raise ``engine_refusal``'s error, if any."""
-    refused = engine_refusal(catalog, engine, engine_version, architecture, model_name, quant, accel)
+    refused = engine_refusal(catalog, engine, engine_version, architecture, model_name, quant, accel, moe,
+                             formats=formats)
     if refused is not None:
         raise refused
 
 
 def engine_refusal(catalog, engine: str, engine_version: str | None, architecture: str | None,
-                   model_name: str, quant, accel) -> InvalidScenarioError | None:
-    """The error (field ``gpu``) when the engine's release does not run the model's architecture on
-    ``accel``'s GPU architecture, whatever the format, or its weights' format (``quant``), whatever the
-    model; ``allowed`` names the other engines that load the model's weights there and the GPU
-    architectures of the same software stack the refusal leaves. None: no refusal recorded."""
+                   model_name: str, quant, accel, moe: bool = False, *,
+                   formats: Collection[str]) -> InvalidScenarioError | None:
+    """The error (field ``gpu``; ``quantization`` for a ``moe_only`` refusal) when the engine's release does
+    not run the model's architecture on ``accel``'s GPU architecture, whatever the format, or its weights'
+    format (``quant``), whatever the model or (``moe_only``) on a model with routed experts (``moe``);
+    ``allowed`` says what remains (``_remaining``), other formats among ``formats``, the weight formats the
+    model exists in for the engine (the caller's ``memory.precision.model_formats``). None: no refusal recorded."""
     release = parse_engine_version(engine_version)[0] if engine_version else None
-    refusal = gpu_refusal(catalog, engine, release, architecture, accel, quant.id)
+    refusal = gpu_refusal(catalog, engine, release, architecture, accel, quant.id, moe)
     if refusal is None:
         return None
-    engines = [e.id for e in catalog.engines if e.id != engine and (not e.runs_on or accel.software in e.runs_on)
-               and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel, quant.id) is None]
-    gpus = sorted({a.architecture for a in catalog.accelerators if a.software == accel.software}
-                  - set(refusal.gpu_architectures))
     name = catalog.engines.records[engine].name
     at = f" {release}" if release else ""
-    options = [f"another engine: {', '.join(engines)}"] if engines else []
-    options += [f"a GPU of architecture {', '.join(gpus)} with {engine}"] if gpus else []
     what = (f"{model_name} ({architecture}) on {accel.name} ({accel.architecture}), whatever the checkpoint's format"
             if refusal.quantization is None else
+            f"{quant.id} routed experts ({model_name}, a mixture-of-experts model) on {accel.name} "
+            f"({accel.architecture})" if refusal.moe_only else
             f"{quant.id} weights ({model_name}) on {accel.name} ({accel.architecture}), whatever the model")
-    return InvalidScenarioError(f"{name}{at} does not run {what} (source {refusal.sources[0]})", field="gpu",
+    field = "quantization" if refusal.moe_only else "gpu"  # the experts' format, on every GPU of the stack alike
+    options = _remaining(catalog, refusal, release, architecture, quant, accel, moe, formats)
+    return InvalidScenarioError(f"{name}{at} does not run {what} (source {refusal.sources[0]})", field=field,
                                 allowed="; or ".join(options) or "none in the catalogue")
+
+
+def _remaining(catalog, refusal: GpuRefusal, release: str | None, architecture: str | None, quant, accel,
+               moe: bool, model_formats: Collection[str]) -> list[str]:
+    """What a refusal leaves: the other engines that run the model's weights on ``accel``, the GPU
+    architectures of its software stack where the engine does, the engine's releases after the range, and
+    for a ``moe_only`` refusal the model's other formats (``model_formats``) the engine runs there."""
+    engine = refusal.engine
+    engines = [e.id for e in catalog.engines if e.id != engine and (not e.runs_on or accel.software in e.runs_on)
+               and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel, quant.id,
+                                                               moe) is None]
+    gpus = sorted({a.architecture for a in catalog.accelerators if a.software == accel.software
+                   and gpu_refusal(catalog, engine, release, architecture, a, quant.id, moe) is None})
+    options = [f"another engine: {', '.join(engines)}"] if engines else []
+    options += [f"a GPU of architecture {', '.join(gpus)} with {engine}"] if gpus else []
+    options += [f"{catalog.engines.records[engine].name} after {refusal.last_release}"] if refusal.last_release else []
+    if refusal.moe_only:
+        formats = [q.id for q in catalog.quantizations if q.id != quant.id and q.id in model_formats
+                   and catalog.engines.records[engine].loads(q, accel=accel, release=release)
+                   and gpu_refusal(catalog, engine, release, architecture, accel, q.id, moe) is None]
+        options += [f"another quantization with {engine}: {', '.join(formats)}"] if formats else []
+    return options
 
 
 class IntegratedGpuRefusal(Frozen):

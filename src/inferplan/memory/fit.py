@@ -33,7 +33,8 @@ from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room,
 from inferplan.memory.hardware import Hardware, build_note, configuration_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale, pool_running_note, pool_running_requests
 from inferplan.memory.layout import ParallelPlan, as_launched, host_gpus, layout_stated, parallel_plan
-from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
+from inferplan.memory.precision import (has_routed_experts, kv_cache_dtype_of, model_formats, planned_weight_format,
+                                       weight_quantization)
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.prefill_graphs import prefill_capture, prefill_notes
@@ -190,7 +191,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     engine = checked_engine(catalog, d, spec, hw, plan.tensor_parallel_size, plan.pipeline_parallel_size)
     check_extensible_kv_cache(catalog, d, hw.accel)
     check_engine_runs_model_on(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
-                               spec.name, planned_weight_format(catalog, d, spec), hw.accel)
+                               spec.name, planned_weight_format(catalog, d, spec), hw.accel, has_routed_experts(spec),
+                               formats=model_formats(catalog, spec, engine.id))
     check_engine_starts_on(catalog, engine.id, d.engine_version, hw.accel)
     d, step_note = with_step_budget(d, catalog, spec)  # a step as long as the longest prompt the engine cannot chunk
     network = network_note(hw, plan)

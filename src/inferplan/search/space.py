@@ -286,7 +286,8 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
     key = (spec.id, p.id, engine.id, quant)
     arch = spec.architecture
     refused = engine_refusal(catalog, engine.id, None, arch and arch.hf_architecture, spec.name,
-                             catalog.quantization(quant), p.accelerator)
+                             catalog.quantization(quant), p.accelerator, has_routed_experts(spec),
+                             formats=model_formats(catalog, spec, engine.id, at_load=False))
     if refused is not None:  # engine_support.yaml gpu_refusals: whatever the layout
         space.refused[key] = str(refused)
         return
