@@ -95,3 +95,33 @@ def test_picks_for_a_trace_simulated_again_from_their_query_and_the_trace_give_t
         again = simulate_deployment(SimulationQuery.model_validate(r.simulate), trace=trace_from_rows(rows)).simulation
         for name in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
             assert getattr(again, name) == pytest.approx(getattr(r.simulation, name), rel=1e-12), (r.disaggregated, name)
+
+
+def test_a_drafting_decode_pool_simulates_its_prefill_pool_without_drafts(tmp_path):
+    """A prefill instance drafts nothing: the decode deployment's draft tokens stay out of the prefill pool, so the
+    API takes them (a 422 naming workload.speculative_tokens otherwise) and gives what the CLI gives, whose
+    --speculative-tokens are the workload's."""
+    drafting = [*HGX[:-2], "--requests", 1000, "--speculative-tokens", 2, "--acceptance-rate", 0.6]
+    cli = _json(*drafting)
+    body = {"deployment": {"model": "llama-3.3-70b", "system": "hgx-h100", "quantization": "nvfp4", "kv_cache_dtype": "fp8",
+                           "engine": "vllm", "tensor_parallel_size": 4, "max_num_seqs": 41, "max_model_len": 2400,
+                           "speculative_tokens": 2},
+            "workload": {"input_len": 2000, "output_len": 400, "speculative_tokens": 2, "acceptance_rate": 0.6},
+            "request_rate_per_s": 4, "requests": 1000, "prefill_instances": 2, "prefill_tensor_parallel_size": 2}
+    reply = TestClient(create_app(tmp_path / "t.db")).post("/api/simulate", json=body)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["simulation"] == cli["simulation"] and reply.json()["pools"] == cli["pools"]
+
+
+def test_a_drafting_disaggregated_search_pick_posted_again_gives_its_percentiles(tmp_path):
+    """The search's prefill layouts draft nothing beside a drafting decode cell (``evaluate.prefill_partners``):
+    its query posted to the API simulates the prefill pool without the EAGLE-3 draft and gives the pick's percentiles."""
+    req = SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=("vllm",), request_rate_per_s=4.0,
+                        input_len=1500, output_len=300, speculative=True, top=50,
+                        targets=Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04, e2e_p95_s=20))
+    r = next(r for r in search(req).results if r.disaggregated and r.speculative_tokens and r.simulation is not None)
+    assert r.simulate["deployment"]["eagle3_draft"] and r.simulate["workload"]["speculative_tokens"]
+    reply = TestClient(create_app(tmp_path / "t.db")).post("/api/simulate", json=r.simulate)
+    assert reply.status_code == 200, reply.text
+    for name in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
+        assert reply.json()["simulation"][name] == pytest.approx(getattr(r.simulation, name), rel=1e-12), name
