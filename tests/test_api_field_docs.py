@@ -58,3 +58,10 @@ def test_every_route_on_the_docs_page_says_what_it_answers(schema, tmp_path):
     bare = [f"{method.upper()} {path}: {op.get('summary')}" for path, ops in schema["paths"].items()
             for method, op in ops.items() if op.get("summary") in generated or not op.get("summary")]
     assert bare == []
+
+
+def test_the_docs_page_opens_on_fit_speed_and_users_and_describes_every_section(schema):
+    tags = [t["name"] for t in schema["tags"]]
+    assert tags[:3] == ["memory", "speed", "economics"]  # sections follow this order, not the routes' registration
+    used = {t for ops in schema["paths"].values() for op in ops.values() for t in op.get("tags", [])}
+    assert used <= set(tags) and all(t["description"] for t in schema["tags"])

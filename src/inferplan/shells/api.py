@@ -68,6 +68,21 @@ from inferplan.validation.memory import validate_memory
 from inferplan.validation.speed import validate_speed
 
 STATIC = Path(__file__).parent / "static"
+# the /docs page's sections in the order a newcomer asks: does it fit, how fast, how many users and at what
+# cost, the cheapest way to a target and its launch command; then the catalogue and what is saved
+DOCS_SECTIONS = (
+    ("memory", "Does a model fit: weights, KV cache and requests at once (`inferplan fit`, `fits`)"),
+    ("speed", "TTFT, TPOT and tokens/s of a deployment, and its tail latency under a load (`perf`, `simulate`)"),
+    ("economics", "Users + ROI of a scenario: users carried, loadouts, costs, payback (`inferplan plan`)"),
+    ("search", "The cheapest deployments that meet a service target (`inferplan search`)"),
+    ("deploy", "Launch commands and Kubernetes manifests (`inferplan deploy`)"),
+    ("views", "The web page's What runs on my GPUs? box"),
+    ("catalogue", "Models, accelerators, systems, engines and prices, each number with its source"),
+    ("scenarios", "Saved scenarios and their comparison"),
+    ("quotes", "Vendor quotes that price a system"),
+    ("measurements", "Your own benchmark runs against the prediction"),
+    ("validation", "The memory and speed models against every shipped measurement (`inferplan validate`)"),
+)
 # a name in a path is as long as a name in a body may be: a 404 quotes it, so 100 kB of it made a 200 kB reply
 CatalogKind = Annotated[str, PathParam(max_length=200)]
 CatalogName = Annotated[str, PathParam(max_length=300, description="id or alias (a repo id alias holds a slash)")]
@@ -80,7 +95,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     long a request's body may take to arrive (``api_body.BODY_DEADLINE_S``)."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, as an unknown body key
-                  description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
+                  description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.",
+                  openapi_tags=[{"name": name, "description": text} for name, text in DOCS_SECTIONS])
     app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
     app.add_middleware(HeadAsGet)
