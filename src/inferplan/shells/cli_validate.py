@@ -38,9 +38,9 @@ def validate_cmd(
              field="--memory")
     results = {}
     if memory or both:
-        results["memory"] = run(validate_memory)
+        results["memory"] = _checked("checking the start-up memory points", validate_memory)
     if speed or both:
-        results["speed"] = run(validate_speed)
+        results["speed"] = _checked("checking the speed points", validate_speed)
         families = sorted({c.family for c in results["speed"].checks})
         if family is not None and family not in families:
             fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})", field="--family",
@@ -48,7 +48,7 @@ def validate_cmd(
     if latency or both:
         from inferplan.validation.latency import validate_latency
 
-        results["latency"] = run(validate_latency)
+        results["latency"] = _checked("checking the latency points (each simulated)", validate_latency)
     if cross_validate:
         results["cross_validation"] = _cross_validation()
     if as_json:
@@ -64,6 +64,13 @@ def validate_cmd(
         print_latency_validation(console, results["latency"])
     if "cross_validation" in results:
         render_validate.print_cross_validation(console, results["cross_validation"])
+
+
+def _checked(label: str, check):
+    """``check``'s result, a spinner on stderr naming what it checks while it runs (on a terminal; the whole
+    validation takes half a minute)."""
+    with err_console.status(f"{label} …"):
+        return run(check)
 
 
 def _mine(db: Optional[Path], as_json: bool) -> None:
