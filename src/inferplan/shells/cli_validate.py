@@ -68,8 +68,13 @@ def validate_cmd(
 
 def _checked(label: str, check):
     """``check``'s result, a spinner on stderr naming what it checks while it runs (on a terminal; the whole
-    validation takes half a minute)."""
-    with err_console.status(f"{label} …"):
+    validation takes half a minute). stdout is not redirected through the spinner: a ``--json`` error stays
+    on stdout."""
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    with Live(Spinner("dots", f"{label} …"), console=err_console, transient=True, refresh_per_second=12.5,
+              redirect_stdout=False, redirect_stderr=False):
         return run(check)
 
 
@@ -92,7 +97,8 @@ def _cross_validation():
 
     from inferplan.validation.crossval import cross_validate
 
-    with Progress(console=err_console, transient=True) as progress:
+    # stdout stays stdout while the bar runs: a --json error is written there
+    with Progress(console=err_console, transient=True, redirect_stdout=False, redirect_stderr=False) as progress:
         task = progress.add_task("refitting without each fold's sources", total=None)
         return run(cross_validate, progress=lambda done, total, label: progress.update(
             task, completed=done, total=total, description=label))
