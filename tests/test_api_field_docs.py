@@ -65,3 +65,11 @@ def test_the_docs_page_opens_on_fit_speed_and_users_and_describes_every_section(
     assert tags[:3] == ["memory", "speed", "economics"]  # sections follow this order, not the routes' registration
     used = {t for ops in schema["paths"].values() for op in ops.values() for t in op.get("tags", [])}
     assert used <= set(tags) and all(t["description"] for t in schema["tags"])
+
+
+def test_the_compare_route_says_only_what_its_answer_holds(schema):
+    """The comparison answers the two plans, a and b, and nothing computed between them."""
+    get = schema["paths"]["/api/scenarios/compare"]["get"]
+    answer = get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(schema["components"]["schemas"][answer]["properties"]) == {"a", "b"}
+    assert get["summary"] == "Two saved scenarios planned side by side"

@@ -256,7 +256,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         view(PlanRequest(scenario=r.scenario, draws=0))  # saved only if it plans: compare never meets a broken one
         return store.save_scenario(r.name, r.scenario, replace=r.replace)
 
-    @app.get("/api/scenarios/compare", summary="Two saved scenarios planned side by side, with their differences",
+    @app.get("/api/scenarios/compare", summary="Two saved scenarios planned side by side",
              tags=["scenarios"])
     def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
                           draws: int = Query(1000, ge=0, le=100_000),
