@@ -123,3 +123,20 @@ def test_what_runs_on_an_m4_max_at_64gb_and_at_128gb(page, server):
     assert answers["apple-m4-max-64gb"][2] != answers["apple-m4-max"][2]  # less memory, fewer requests at once
     api = httpx.post(server + "/api/views/homelab", json={"gpu": "apple-m4-max-64gb"}, timeout=60).json()
     assert [r["at_once"] for r in api["rows"]] == [row[4] for row in answers["apple-m4-max-64gb"][2]]
+
+
+def test_what_runs_shows_no_requests_at_once_for_a_model_the_gpu_does_not_hold(page, server):
+    """llama.cpp's offload command for a 70B on one RTX 4090 opens one --parallel slot, yet the row does not
+    run until the host RAM is stated: its "requests at once" is "—", as on every other engine."""
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#homelab-gpu", "rtx-4090")
+    page.select_option("#homelab-engine", "llamacpp")
+    page.select_option("#homelab-quantization", "gguf-q4_k_m")
+    page.evaluate("delete document.body.dataset.homelab")
+    page.click("#homelab-run")
+    page.wait_for_function("() => document.body.dataset.homelab", timeout=60000)
+    rows = page.eval_on_selector_all("#homelab-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    row = next(r for r in rows if r[0] == "llama-3.3-70b")
+    assert row[2].startswith("needs") and row[4] == "—" and row[5] == "—", row
+    assert all(r[4] != "—" for r in rows if r[2] == "runs")

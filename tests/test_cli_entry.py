@@ -63,7 +63,7 @@ USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line name
     (["fit", "--model", "llama-3.1-8b", "--gpux", "H100"], "--gpux", "closest: --gpu, --gpus"),
     (["fit", "--gpu", "H100"], "--model", None),
     (["fit", "--model"], "--model", None),
-    (["nope"], None, "fit, fits, validate"),
+    (["nope"], None, "fit, fits, perf"),
     (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--json=yes"], "--json", "the bare flag"),
     (["validate", "--worst", "0"], "--worst", "at least 1"),
     (["frontier", "--model", "llama-3.1-8b", "--gpu", "H100", "--points", "1000"], "--points", "at most 256"),

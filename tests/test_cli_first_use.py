@@ -62,3 +62,11 @@ def test_every_command_answers_version_as_the_root_does_and_keeps_it_out_of_its_
             done = runner.invoke(cli, [*args, "--version"], prog_name="inferplan")
             assert done.exit_code == 0 and done.output == said, (args, done.output)
     assert "--version" not in runner.invoke(app, ["fit", "--help"]).output
+
+
+def test_the_command_list_reads_in_the_readme_order_with_each_line_whole_at_60_columns():
+    done = runner.invoke(app, ["--help"], prog_name="inferplan", env={"COLUMNS": "60"}, terminal_width=60)
+    listed = done.stdout.split("Commands:\n", 1)[1].splitlines()
+    names = [line.split()[0] for line in listed if line.strip()]
+    assert names[:6] == ["fit", "fits", "perf", "frontier", "plan", "search"]
+    assert [line for line in listed if line.endswith("...") or len(line) > 60] == []  # no summary cut short

@@ -127,8 +127,8 @@ def test_a_llamacpp_rows_requests_at_once_are_the_parallel_slots_its_command_ope
     rows = TestClient(create_app(tmp_path / "h.db")).post("/api/views/homelab", json={"gpu": "rtx-3090", "gpus": 1}).json()
     llama = [r for r in rows["rows"] if r["command"].startswith("llama-server")]
     assert llama and any(r["fits"] for r in llama)
-    for r in llama:
-        assert r["at_once"] == re.search(r"--parallel (\d+)", r["command"]).group(1), r
+    for r in llama:  # a row that does not run: "—", as on every engine
+        assert r["at_once"] == (re.search(r"--parallel (\d+)", r["command"]).group(1) if r["ttft"] != "—" else "—"), r
     vllm = next(r for r in rows["rows"] if r["command"].startswith("vllm serve") and r["at_once"] != "—")
     assert re.fullmatch(r"[\d,]+", vllm["at_once"]), vllm  # whole requests of the row's context
 
@@ -147,3 +147,11 @@ def test_the_summary_says_the_layout_each_engines_rows_run():
         assert any(m.note in part and name in part for part in parts), (m.model, m.note)
         if m.engine == "llamacpp":
             assert "--split-mode layer" in rows[m.model].command and "pipeline parallel 2" in m.note
+
+
+def test_a_row_that_does_not_run_serves_no_requests_at_once_on_any_engine():
+    view = homelab_view(what_runs_on("rtx-4090", 1, CATALOG, engine="llamacpp", quantizations=["q4_k_m"]))
+    idle = [r for r in view.rows if r.ttft == "—"]
+    assert any(r.model == "llama-3.3-70b" for r in idle)  # needs 2 GPUs; its offload wants the host RAM stated
+    assert {r.at_once for r in idle} == {"—"}  # not the one --parallel slot its offload command opens
+    assert all(r.at_once != "—" for r in view.rows if r.verdict == "runs")

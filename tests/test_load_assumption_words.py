@@ -20,8 +20,10 @@ def test_perf_says_its_steady_state_and_the_command_for_a_burst():
                                     "--input-len", "512", "--output-len", "64", "--max-num-seqs", "16"],
                               prog_name="inferplan", env={"COLUMNS": "200"})
     assert done.exit_code == 0
-    (line,) = [line for line in done.stdout.splitlines() if line.startswith("steady state: requests arrive spread out")]
-    command = line.split(": inferplan ", 1)[1]
+    lines = done.stdout.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith("steady state: requests arrive spread out")]
+    assert lines[at].endswith("(simulate):")  # the command on a line of its own, whole, to copy
+    command = lines[at + 1].strip().removeprefix("inferplan ")
     assert command == ("simulate --model qwen3-8b --gpu h100 --max-num-seqs 16 --input-len 512 --output-len 64 "
                        "--clients 32")
     ran = CliRunner().invoke(app, [*command.split(), "--requests", "200"], prog_name="inferplan")  # as printed
@@ -42,3 +44,16 @@ def test_a_closed_loop_simulation_says_its_clients_start_together(catalog):
     assert CLOSED_LOOP_NOTE in closed.notes and "send their first requests together" in CLOSED_LOOP_NOTE
     rated = simulate_deployment(SimulationQuery(deployment=D, workload=W, request_rate_per_s=1.0, requests=200), catalog)
     assert CLOSED_LOOP_NOTE not in rated.notes
+
+
+def test_perf_at_80_columns_wraps_its_load_note_and_prints_the_simulate_command_whole_on_its_own_line():
+    done = CliRunner().invoke(app, ["perf", "--model", "llama-3.3-70b", "--gpu", "H100", "-tp", "2", "-q", "fp8",
+                                    "--input-len", "2048", "--output-len", "512", "--concurrency", "32"],
+                              prog_name="inferplan", env={"COLUMNS": "80"})
+    assert done.exit_code == 0
+    command = "  inferplan simulate --model llama-3.3-70b --gpu H100 --tensor-parallel-size 2"
+    lines = done.stdout.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith(command)]
+    assert lines[at].endswith("--clients 32")  # whole, to copy
+    prose = [line for i, line in enumerate(lines) if i != at]
+    assert max(len(line) for line in prose) <= 80, max(prose, key=len)

@@ -96,9 +96,12 @@ def _command(d: Deployment | None, catalog: Catalog) -> str:
 def _at_once(held: float | None, d: Deployment | None, catalog: Catalog) -> str:
     """The requests the row serves at once: on an engine with a context per slot (llama-server) the slots its
     command opens (``context_slots``: its --parallel, the what-fits matrix's count); else the whole sequences of the row's context
-    its KV cache holds together (18, where it holds 18.9 of them)."""
+    its KV cache holds together (18, where it holds 18.9 of them); "—" where the row does not run (its offload
+    command opens slots, but without the host RAM stated nothing says the weights fit there)."""
+    if held is None:
+        return "—"
     slots = context_slots(catalog, d, d.engine) if d is not None else None
-    return f"{slots:,}" if slots is not None else whole_count_text(held) if held is not None else "—"
+    return f"{slots:,}" if slots is not None else whole_count_text(held)
 
 
 def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:

@@ -68,6 +68,21 @@ from inferplan.validation.memory import validate_memory
 from inferplan.validation.speed import validate_speed
 
 STATIC = Path(__file__).parent / "static"
+# the /docs page's sections in the order a newcomer asks: does it fit, how fast, how many users and at what
+# cost, the cheapest way to a target and its launch command; then the catalogue and what is saved
+DOCS_SECTIONS = (
+    ("memory", "Does a model fit: weights, KV cache and requests at once (`inferplan fit`, `fits`)"),
+    ("speed", "TTFT, TPOT and tokens/s of a deployment, and its tail latency under a load (`perf`, `simulate`)"),
+    ("economics", "Users + ROI of a scenario: users carried, loadouts, costs, payback (`inferplan plan`)"),
+    ("search", "The cheapest deployments that meet a service target (`inferplan search`)"),
+    ("deploy", "Launch commands and Kubernetes manifests (`inferplan deploy`)"),
+    ("views", "The web page's What runs on my GPUs? box"),
+    ("catalogue", "Models, accelerators, systems, engines and prices, each number with its source"),
+    ("scenarios", "Saved scenarios and their comparison"),
+    ("quotes", "Vendor quotes that price a system"),
+    ("measurements", "Your own benchmark runs against the prediction"),
+    ("validation", "The memory and speed models against every shipped measurement (`inferplan validate`)"),
+)
 # a name in a path is as long as a name in a body may be: a 404 quotes it, so 100 kB of it made a 200 kB reply
 CatalogKind = Annotated[str, PathParam(max_length=200)]
 CatalogName = Annotated[str, PathParam(max_length=300, description="id or alias (a repo id alias holds a slash)")]
@@ -80,7 +95,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     long a request's body may take to arrive (``api_body.BODY_DEADLINE_S``)."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, as an unknown body key
-                  description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
+                  description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.",
+                  openapi_tags=[{"name": name, "description": text} for name, text in DOCS_SECTIONS])
     app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
     app.add_middleware(HeadAsGet)
@@ -117,11 +133,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
     app.include_router(measurements_router)  # shells/api_measurements.py
 
-    @app.get("/api/catalog", tags=["catalogue"])
+    @app.get("/api/catalog", summary="The catalogue's kinds (models, accelerators, systems, ...)", tags=["catalogue"])
     def catalog_kinds() -> list[str]:
         return sorted(KINDS)
 
-    @app.get("/api/catalog/{kind}", tags=["catalogue"])
+    @app.get("/api/catalog/{kind}", summary="Every catalogue entry of one kind", tags=["catalogue"])
     def catalog_list(kind: CatalogKind) -> list[dict[str, Any]]:
         try:
             entries = list_entries(kind)
@@ -129,7 +145,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             raise NotFoundError(str(exc), field="kind", allowed=exc.allowed) from None
         return [e.model_dump(mode="json") for e in entries]
 
-    @app.get("/api/catalog/{kind}/{name:path}", tags=["catalogue"])  # a repo id alias holds a slash
+    @app.get("/api/catalog/{kind}/{name:path}", summary="One catalogue entry with each number's source",
+             tags=["catalogue"])  # a repo id alias holds a slash
     def catalog_show(kind: CatalogKind, name: CatalogName) -> dict[str, Any]:
         try:
             _, entry = show_entry(name, kind)
@@ -141,24 +158,25 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             raise NotFoundError(str(exc), field="name", allowed=exc.allowed) from None
         return entry.model_dump(mode="json")
 
-    @app.get("/api/search", tags=["catalogue"])
+    @app.get("/api/search", summary="Catalogue entries whose id, alias or name matches a text", tags=["catalogue"])
     def catalog_search(q: str = Query(..., min_length=1, max_length=200)) -> list[SearchHit]:
         return search(q)
 
-    @app.get("/api/views/models", tags=["catalogue"])
+    @app.get("/api/views/models", summary="The source guide's model lines as cards: size, context, engines", tags=["catalogue"])
     def views_models(include_reference: bool = False) -> list[ModelCardView]:
         return model_cards(load_catalog(), include_reference)
 
-    @app.get("/api/views/platforms", tags=["catalogue"])
+    @app.get("/api/views/platforms", summary="Every catalogue system with its GPUs, memory, power and price band",
+             tags=["catalogue"])
     def views_platforms() -> list[PlatformView]:
         return platform_ladder(load_catalog())
 
-    @app.get("/api/views/fx", tags=["catalogue"])
+    @app.get("/api/views/fx", summary="The USD to EUR rate, with its source", tags=["catalogue"])
     def views_fx() -> FxView:
         """The FX rate every EUR figure uses, with its source and checked date."""
         return fx_view(load_catalog())
 
-    @app.post("/api/fit", tags=["memory"])
+    @app.post("/api/fit", summary="Does a deployment fit: weights, KV cache and sequences at once", tags=["memory"])
     def fit_route(d: Deployment, speculative_tokens: int = Query(0, ge=0, le=32),
                   speculative_method: Literal[SPECULATIVE_METHODS] | None = Query(None),
                   draft_model: str | None = Query(None, min_length=3, max_length=300)) -> MemoryFit:
@@ -166,7 +184,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
                               draft_model=draft_model)
 
-    @app.post("/api/perf", tags=["speed"])
+    @app.post("/api/perf", summary="Speed of a deployment: TTFT, TPOT and tokens/s at a concurrency", tags=["speed"])
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
@@ -174,7 +192,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         except InferplanError as exc:
             raise in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
-    @app.post("/api/frontier", tags=["speed"])
+    @app.post("/api/frontier", summary="Tokens/s per user against tokens/s per GPU over concurrencies",
+              tags=["speed"])
     def frontier_route(r: FrontierRequest) -> Frontier:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
@@ -182,12 +201,14 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         except InferplanError as exc:
             raise in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
-    @app.post("/api/plan", tags=["economics"], response_model=PlanView)
+    @app.post("/api/plan", summary="Users + ROI: users carried, loadouts, costs and payback of a scenario",
+              tags=["economics"], response_model=PlanView)
     def plan_route(r: PlanRequest) -> Response:
         # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
         return Response(view(r).model_dump_json(), media_type="application/json")
 
-    @app.post("/api/views/memory", tags=["economics"], response_model=MemoryView)
+    @app.post("/api/views/memory", summary="The memory and speed part of a scenario's plan (no price needed)",
+              tags=["economics"], response_model=MemoryView)
     def memory_route(r: MemoryRequest) -> MemoryView:
         """The memory and speed part of a plan (its replica cell's memory, frontier and summary), which needs no
         price: answered where ``/api/plan`` wants one the platform lacks."""
@@ -197,7 +218,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         except InferplanError as exc:
             raise in_body(exc, ("scenario", Scenario)) from None
 
-    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
+    @app.post("/api/report", summary="A scenario's plan as a self-contained HTML report",
+              tags=["economics"], response_class=HTMLResponse,
               responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})
     async def report_route(r: PlanRequest, http: Request) -> HTMLResponse:
         return await until_disconnected(http, lambda _budget: report(r))  # 100,000 draws take seconds
@@ -212,17 +234,19 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
         return HTMLResponse(render_html(v.result, v.uncertainty, r.currency), headers={"Content-Disposition": disposition})
 
-    @app.get("/api/validate", tags=["validation"], response_model=Validation, responses=LONG_RESPONSES)
+    @app.get("/api/validate", summary="The memory and speed models against every shipped measurement",
+             tags=["validation"], response_model=Validation, responses=LONG_RESPONSES)
     async def validate_route(http: Request, kind: Literal["all", "memory", "speed"] = "all") -> Response:
         return await long_json(http, lambda _budget: Validation(  # every shipped measurement: a second or two
             memory=validate_memory() if kind in ("all", "memory") else None,
             speed=validate_speed() if kind in ("all", "speed") else None))
 
-    @app.get("/api/scenarios", tags=["scenarios"])
+    @app.get("/api/scenarios", summary="Saved scenarios", tags=["scenarios"])
     def scenarios_list() -> list[SavedScenario]:
         return store.list_scenarios()
 
-    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**SAVE_RESPONSE, **SAVED_SCENARIO_LINKS})
+    @app.post("/api/scenarios", summary="Save a scenario",
+              tags=["scenarios"], status_code=201, responses={**SAVE_RESPONSE, **SAVED_SCENARIO_LINKS})
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
         try:
@@ -232,7 +256,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         view(PlanRequest(scenario=r.scenario, draws=0))  # saved only if it plans: compare never meets a broken one
         return store.save_scenario(r.name, r.scenario, replace=r.replace)
 
-    @app.get("/api/scenarios/compare", tags=["scenarios"])
+    @app.get("/api/scenarios/compare", summary="Two saved scenarios planned side by side",
+             tags=["scenarios"])
     def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
                           draws: int = Query(1000, ge=0, le=100_000),
                           currency: Literal["usd", "eur"] = Query("usd")) -> Comparison:
@@ -254,23 +279,26 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
         return Comparison(a=planned("a", a), b=planned("b", b))
 
-    @app.get("/api/scenarios/{scenario_id}", tags=["scenarios"])
+    @app.get("/api/scenarios/{scenario_id}", summary="One saved scenario", tags=["scenarios"])
     def scenarios_get(scenario_id: ItemId) -> SavedScenario:
         return store.get_scenario(scenario_id)
 
-    @app.patch("/api/scenarios/{scenario_id}", tags=["scenarios"], responses=CONFLICT_RESPONSE)
+    @app.patch("/api/scenarios/{scenario_id}", summary="Rename a saved scenario",
+               tags=["scenarios"], responses=CONFLICT_RESPONSE)
     def scenarios_rename(scenario_id: ItemId, r: RenameRequest) -> SavedScenario:
         return store.rename_scenario(scenario_id, r.name)
 
-    @app.delete("/api/scenarios/{scenario_id}", tags=["scenarios"], status_code=204)
+    @app.delete("/api/scenarios/{scenario_id}", summary="Delete a saved scenario",
+                tags=["scenarios"], status_code=204)
     def scenarios_delete(scenario_id: ItemId) -> None:
         store.delete_scenario(scenario_id)
 
-    @app.get("/api/quotes", tags=["quotes"])
+    @app.get("/api/quotes", summary="Saved vendor quotes", tags=["quotes"])
     def quotes_list() -> list[SavedQuote]:
         return store.list_quotes()
 
-    @app.post("/api/quotes", tags=["quotes"], status_code=201, responses=FULL_RESPONSE)
+    @app.post("/api/quotes", summary="Save a vendor quote for a system",
+              tags=["quotes"], status_code=201, responses=FULL_RESPONSE)
     def quotes_add(q: VendorQuote) -> SavedQuote:
         # a quote is money for one exact system: its id or an alias of that system, never a part of
         # a name (h100-sxm, a GPU, once matched the HGX H100 node and priced it at one GPU's quote)
@@ -281,7 +309,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
                                        field="system", allowed=", ".join(sorted(r.id for r in catalog.systems)))
         return store.add_quote(q.model_copy(update={"system": exact[0].id}))  # under its id, whatever alias was typed
 
-    @app.delete("/api/quotes/{quote_id}", tags=["quotes"], status_code=204)
+    @app.delete("/api/quotes/{quote_id}", summary="Delete a vendor quote", tags=["quotes"], status_code=204)
     def quotes_delete(quote_id: ItemId) -> None:
         store.delete_quote(quote_id)
 

@@ -11,7 +11,7 @@ from inferplan.report.memory_config_view import ConfigurableAcceleratorView
 router = APIRouter(tags=["catalogue"])
 
 
-@router.get("/api/catalog/stale")
+@router.get("/api/catalog/stale", summary="Catalogue numbers whose source was checked long ago")
 def catalog_stale(days: int = Query(DEFAULT_STALE_DAYS, ge=0, le=MAX_STALE_DAYS,
                                     description="numbers whose source was checked more than this many days ago")
                   ) -> list[StaleEntry]:
@@ -19,7 +19,7 @@ def catalog_stale(days: int = Query(DEFAULT_STALE_DAYS, ge=0, le=MAX_STALE_DAYS,
     return stale_entries(days)
 
 
-@router.get("/api/views/memory-configurations")
+@router.get("/api/views/memory-configurations", summary="Accelerators sold with several memory sizes")
 def memory_configurations() -> list[ConfigurableAcceleratorView]:
     """Each accelerator sold with several memory sizes, with the id that plans each size (``default``:
     the size its own id plans, the catalogue record's)."""

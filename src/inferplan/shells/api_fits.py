@@ -18,7 +18,8 @@ from inferplan.shells.api_work import LONG_RESPONSES, long_json
 router = APIRouter()
 
 
-@router.post("/api/fits", tags=["memory"], response_model=FitsMatrix, responses=LONG_RESPONSES)
+@router.post("/api/fits", summary="What fits: each model on each GPU or system, requests at once",
+             tags=["memory"], response_model=FitsMatrix, responses=LONG_RESPONSES)
 async def fits_route(r: FitsRequest, http: Request) -> Response:
     """The memory fit of each model × hardware × quantization cell, at most ``memory.matrix.MAX_FITS_CELLS`` of them."""
     for i, model in enumerate(r.models):

@@ -33,7 +33,8 @@ class HomelabRequest(Input):
 router = APIRouter()
 
 
-@router.post("/api/views/homelab", tags=["views"], response_model=HomelabView, responses=LONG_RESPONSES)
+@router.post("/api/views/homelab", summary="What runs on my GPUs: every model, its speed and launch command",
+             tags=["views"], response_model=HomelabView, responses=LONG_RESPONSES)
 async def homelab_route(r: HomelabRequest, http: Request) -> Response:
     """Run as a long request (``api_work``): every model on the GPUs takes a few seconds."""
     from inferplan.catalog.loader import load_catalog

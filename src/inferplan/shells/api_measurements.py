@@ -66,7 +66,7 @@ def _store(request: Request):
     return request.app.state.store
 
 
-@router.get("/api/measurements")
+@router.get("/api/measurements", summary="Your imported benchmark runs")
 def list_measurements(request: Request) -> list[MeasuredRun]:
     """Stored runs, newest first."""
     return _store(request).list_measurements()
@@ -77,7 +77,8 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"application/json":
     "schema": {"$ref": "#/components/schemas/MeasurementImport"}}}}}  # the schema api.py adds to the components
 
 
-@router.post("/api/measurements", status_code=201, response_model=list[MeasuredRun], responses=RUNS_RESPONSE,
+@router.post("/api/measurements", summary="Import benchmark result files",
+             status_code=201, response_model=list[MeasuredRun], responses=RUNS_RESPONSE,
              openapi_extra=UPLOAD_BODY)
 async def import_measurements(request: Request) -> Response:
     """Import result files (the body is a ``MeasurementImport``): every file, or none (422 naming the key or
@@ -151,7 +152,8 @@ def _file_field(exc: InferplanError, files: list[ResultFile]) -> str:
     return f"files.{index}.content"
 
 
-@router.get("/api/measurements/view", response_model=MeasurementsView, responses=LONG_RESPONSES)
+@router.get("/api/measurements/view", summary="Each imported run, predicted against measured",
+            response_model=MeasurementsView, responses=LONG_RESPONSES)
 async def measurements_view(request: Request) -> Response:
     """Every run with predicted vs measured, and the chart of them: a long request (``api_work``), each
     stored run planned again (60 runs, 2 s)."""
@@ -162,24 +164,24 @@ async def measurements_view(request: Request) -> Response:
     return await long_json(request, work)
 
 
-@router.get("/api/measurements/choices")
+@router.get("/api/measurements/choices", summary="What an upload's provenance fields take")
 def measurement_choices() -> UploadChoices:
     """What the upload's provenance fields take where the library knows the values (the page's choices)."""
     return upload_choices(load_catalog())
 
 
-@router.get("/api/measurements/{measurement_id}")
+@router.get("/api/measurements/{measurement_id}", summary="One imported run against its prediction")
 def show_measurement(measurement_id: ItemId, request: Request) -> RunComparison:
     return compare_run(_store(request).get_measurement(measurement_id))
 
 
-@router.get("/api/measurements/{measurement_id}/export")
+@router.get("/api/measurements/{measurement_id}/export", summary="One imported run as catalogue data")
 def export_measurement(measurement_id: ItemId, request: Request) -> dict:
     """The run as catalogue data in the speed_points schema."""
     return run_as_catalogue(_store(request).get_measurement(measurement_id))
 
 
-@router.delete("/api/measurements/{measurement_id}", status_code=204)
+@router.delete("/api/measurements/{measurement_id}", summary="Delete an imported run", status_code=204)
 def delete_measurement(measurement_id: ItemId, request: Request) -> Response:
     _store(request).delete_measurement(measurement_id)
     return Response(status_code=204)

@@ -61,9 +61,20 @@ def _print_version(given: bool) -> None:
         raise typer.Exit()
 
 
+# `inferplan --help` lists the commands in the README's order: does it fit, how fast, how many users at what
+# cost, the cheapest way, then launching, the page, the catalogue and your own measurements
+HELP_ORDER = ("fit", "fits", "perf", "frontier", "plan", "search", "simulate", "deploy", "serve", "models", "gpus",
+              "catalog", "racks", "detect", "acceptance", "measurements", "model", "validate")
+
+
 class _VersionedGroup(TyperGroup):
     """The root group: every command under it, however deep, answers ``--version`` as the root does
     (the root's flag, hidden there, so each command's help lists its own options only)."""
+
+    def list_commands(self, ctx):
+        """The commands in the order a newcomer asks (``HELP_ORDER``), any other after them."""
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: HELP_ORDER.index(n) if n in HELP_ORDER else len(HELP_ORDER))
 
     def get_command(self, ctx, cmd_name):
         command = super().get_command(ctx, cmd_name)
@@ -110,14 +121,15 @@ HELP_NAMES = {"help_option_names": ["-h", "--help"]}  # sub-commands and groups 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES,
                   cls=_VersionedGroup, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
-app.add_typer(model_app, name="model")
-app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
+app.add_typer(model_app, name="model", short_help="Import Hugging Face config.json models")
+# inferplan/shells/cli_measurements.py
+app.add_typer(measurements_app, name="measurements", short_help="Your own benchmark runs")
 
 
 NO_FIT_EXIT = 1  # fit's exit status when the deployment does not fit (the answer, not an error)
 
 
-@app.command("fit")
+@app.command("fit", short_help="Does it fit, and what KV cache is left")
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
     flags: dict,
@@ -145,7 +157,7 @@ def fit_cmd(
         raise typer.Exit(code=NO_FIT_EXIT)
 
 
-@app.command("fits")
+@app.command("fits", short_help="What fits: models × GPUs × precisions")
 def fits_cmd(
     models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: the default grid, every model with a config but those the catalogue keeps out of it to hold it to one screen; the output names them)."),
     all_models: bool = typer.Option(False, "--all-models", help="Every catalogue model with a config, the ones the default grid leaves out too."),
@@ -182,17 +194,20 @@ def fits_cmd(
             console.print(hint)
 
 
-app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
-app.command("search")(search_cmd)  # inferplan/shells/cli_search.py
-app.command("deploy")(deploy_cmd)  # inferplan/shells/cli_deploy.py
-app.command("simulate")(simulate_cmd)  # inferplan/shells/cli_simulate.py
-app.command("detect")(detect_cmd)  # inferplan/shells/cli_local.py
-app.command("acceptance")(acceptance_cmd)  # inferplan/shells/cli_measurements.py
-app.command("models")(models_cmd)  # inferplan/shells/cli_catalog.py: shortcuts for `catalog list`
-app.command("gpus")(gpus_cmd)
+app.command("validate", short_help="Predictions against measurements")(validate_cmd)  # inferplan/shells/cli_validate.py
+app.command("search", short_help="The cheapest deployment for a target")(search_cmd)  # inferplan/shells/cli_search.py
+app.command("deploy", short_help="Launch command or Kubernetes manifest")(deploy_cmd)  # inferplan/shells/cli_deploy.py
+# inferplan/shells/cli_simulate.py
+app.command("simulate", short_help="Tail latency under load (p50/p95/p99)")(simulate_cmd)
+app.command("detect", short_help="What this machine holds and runs")(detect_cmd)  # inferplan/shells/cli_local.py
+# inferplan/shells/cli_measurements.py
+app.command("acceptance", short_help="A deployment's acceptance test kit")(acceptance_cmd)
+# inferplan/shells/cli_catalog.py: shortcuts for `catalog list`
+app.command("models", short_help="List the catalogue's models")(models_cmd)
+app.command("gpus", short_help="List the catalogue's GPUs")(gpus_cmd)
 
 
-@app.command("perf")
+@app.command("perf", short_help="How fast: TTFT, TPOT and tokens/s")
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST, options={"max_model_len": RequestMaxLenOpt})
 def perf_cmd(
     flags: dict,
@@ -238,7 +253,7 @@ def _simulate_takes(stated, beyond: bool) -> bool:
     return not (beyond or away - {"concurrency"} - set(inspect.signature(simulate_cmd).parameters))
 
 
-@app.command("frontier")
+@app.command("frontier", short_help="Tokens/s per GPU against per user")
 @deployment_flags(*LAYOUT, *FORMAT)
 def frontier_cmd(
     flags: dict,
@@ -289,7 +304,7 @@ def _scenario_file(path: Path):
                                    located=exc.located, names=exc.names) from cause
 
 
-@app.command("plan")
+@app.command("plan", short_help="Users + ROI: users, costs, payback")
 def plan_cmd(
     scenario: Path = typer.Argument(..., help="A scenario YAML file (see examples/)."),
     currency: str = typer.Option("usd", "--currency", help="usd | eur (rendering only; JSON carries USD and the FX rate)"),
@@ -332,7 +347,7 @@ def plan_cmd(
         render.print_launch(console, launch.text, launch.notes, explain, pools=s.prefill_pool is not None)
 
 
-@app.command("racks")
+@app.command("racks", short_help="Rack curves: tokens/s per MW, $/Mtok")
 def racks_cmd(
     interactivity: int = typer.Option(100, "--interactivity", help="Output tokens/s per user (50, 100, … 350)."),
     baseline: str = typer.Option("gb200-nvl72-jul-2026-dsr1", "--baseline", help="Rack profile to compare against."),
@@ -348,7 +363,7 @@ def racks_cmd(
         render.print_racks(console, result)
 
 
-@app.command("serve")
+@app.command("serve", short_help="The web calculator and HTTP API")
 def serve_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (on loopback only loopback Host headers are answered)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),

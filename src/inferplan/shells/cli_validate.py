@@ -38,9 +38,9 @@ def validate_cmd(
              field="--memory")
     results = {}
     if memory or both:
-        results["memory"] = run(validate_memory)
+        results["memory"] = _checked("checking the start-up memory points", validate_memory)
     if speed or both:
-        results["speed"] = run(validate_speed)
+        results["speed"] = _checked("checking the speed points", validate_speed)
         families = sorted({c.family for c in results["speed"].checks})
         if family is not None and family not in families:
             fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})", field="--family",
@@ -48,7 +48,7 @@ def validate_cmd(
     if latency or both:
         from inferplan.validation.latency import validate_latency
 
-        results["latency"] = run(validate_latency)
+        results["latency"] = _checked("checking the latency points (each simulated)", validate_latency)
     if cross_validate:
         results["cross_validation"] = _cross_validation()
     if as_json:
@@ -64,6 +64,18 @@ def validate_cmd(
         print_latency_validation(console, results["latency"])
     if "cross_validation" in results:
         render_validate.print_cross_validation(console, results["cross_validation"])
+
+
+def _checked(label: str, check):
+    """``check``'s result, a spinner on stderr naming what it checks while it runs (on a terminal; the whole
+    validation takes half a minute). stdout is not redirected through the spinner: a ``--json`` error stays
+    on stdout."""
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    with Live(Spinner("dots", f"{label} …"), console=err_console, transient=True, refresh_per_second=12.5,
+              redirect_stdout=False, redirect_stderr=False):
+        return run(check)
 
 
 def _mine(db: Optional[Path], as_json: bool) -> None:
@@ -85,7 +97,8 @@ def _cross_validation():
 
     from inferplan.validation.crossval import cross_validate
 
-    with Progress(console=err_console, transient=True) as progress:
+    # stdout stays stdout while the bar runs: a --json error is written there
+    with Progress(console=err_console, transient=True, redirect_stdout=False, redirect_stderr=False) as progress:
         task = progress.add_task("refitting without each fold's sources", total=None)
         return run(cross_validate, progress=lambda done, total, label: progress.update(
             task, completed=done, total=total, description=label))

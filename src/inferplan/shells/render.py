@@ -296,8 +296,10 @@ def print_perf(console: Console, e, explain: bool = False, simulate: str | None 
     ):
         table.add_row(label, value)
     console.print(table)
-    if e.load_note:  # its load; the command that prices a burst of it
-        console.print(e.load_note + (f": {simulate}" if simulate else ""), highlight=False, soft_wrap=True)
+    if e.load_note:  # its load, wrapped; the command that prices a burst of it on a line of its own, whole, to copy
+        console.print(e.load_note + (":" if simulate else ""), highlight=False)
+        if simulate:
+            console.print(f"  {simulate}", highlight=False, soft_wrap=True)
     if e.rate_note:
         console.print(f"note: {e.rate_note}", highlight=False)
     record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (
