@@ -3,8 +3,8 @@
 macOS lets the Apple GPU wire only its recommended working set of unified memory (about three
 quarters; ``engines.yaml`` ``metal_working_set``); ``sudo sysctl iogpu.wired_limit_mb=N`` raises it
 (MLX's ``set_wired_limit`` docs). The limit offered leaves macOS the reserve ``calibration.yaml``
-assumes (``macos-wired-os-reserve-bytes``, ``macos-wired-os-reserve-small-bytes`` below 16 GiB: oMLX's
-reserves) and is offered, checked by a fit, only where it gives the GPU more than the default does.
+assumes (``macos-wired-os-reserve-bytes``, ``macos-wired-os-reserve-small-bytes`` below ``macos-wired-small-mac-bytes``:
+oMLX's reserves) and is offered, checked by a fit, only where it gives the GPU more than the default does.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ from inferplan.memory.context_steps import longest_steps
 from inferplan.memory.offload_suggest import context_floor
 from inferplan.units import GiB, MiB
 
-SMALL_MAC_BYTES = 16 * GiB  # below it the smaller reserve applies (oMLX's threshold)
-
-
 def raised_wired_limit_mb(catalog: Catalog, accel: Accelerator) -> int | None:
     """The ``iogpu.wired_limit_mb`` that leaves macOS its assumed reserve on ``accel`` (None: not an Apple GPU)."""
     if accel.software.value != "metal":
         return None
     memory = accel.memory_bytes.capacity_gib * GiB  # a Mac's "24 GB" is 24 GiB of unified memory
-    reserve = catalog.constant("macos-wired-os-reserve-small-bytes" if memory < SMALL_MAC_BYTES
-                               else "macos-wired-os-reserve-bytes")
+    small = memory < catalog.constant("macos-wired-small-mac-bytes")
+    reserve = catalog.constant("macos-wired-os-reserve-small-bytes" if small else "macos-wired-os-reserve-bytes")
     return int((memory - reserve) // MiB) if memory > reserve else None
 
 
