@@ -3,6 +3,7 @@ cannot apply, and ``fit`` offers the raised limit (leaving macOS its assumed res
 
 import pytest
 
+from inferplan.deploy.command import launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
@@ -54,3 +55,13 @@ def test_wired_limit_refused_naming_the_field(catalog, gpu, limit, allowed):
     with pytest.raises(InvalidScenarioError) as err:
         fit(Deployment(model="llama-3.1-8b", gpu=gpu, wired_limit_mb=limit), catalog)
     assert err.value.field == "wired_limit_mb" and err.value.allowed == allowed
+
+
+@pytest.mark.parametrize("d", [dict(model="llama3.3:70b"), MAC_70B])
+def test_launch_script_raises_the_limit_the_plan_assumes(catalog, d):
+    cmd = launch_command(Deployment(**{**d, "gpu": "apple-m4-max-64gb"}, max_model_len=40960, wired_limit_mb=57344),
+                         catalog)
+    assert cmd.script.splitlines()[0] == "sudo sysctl iogpu.wired_limit_mb=57344"
+    assert any("57,344 MiB" in n for n in cmd.notes)
+    plain = launch_command(Deployment(**{**d, "gpu": "apple-m4-max-64gb"}, max_model_len=16384), catalog)
+    assert "sysctl" not in plain.script
