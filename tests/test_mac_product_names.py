@@ -21,3 +21,8 @@ def test_mac_product_name_without_size_points_to_the_list(catalog):
 
 def test_a_chip_named_with_its_size_still_resolves(catalog):
     assert catalog.accelerator("M4 Pro 24GB").id == "apple-m4-pro-24gb"
+
+
+def test_mac_product_name_with_its_chip_resolves_to_the_chip(catalog):
+    assert catalog.accelerator("Mac Studio M3 Ultra 96GB").id == catalog.accelerator("M3 Ultra 96GB").id
+    assert catalog.accelerator("Mac mini M4 Pro 24GB").id == "apple-m4-pro-24gb"

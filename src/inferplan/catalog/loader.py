@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled, loads_paused
-from inferplan.catalog.memory_config import mac_product_refusal, sized_accelerator
+from inferplan.catalog.memory_config import mac_chip, mac_product_refusal, sized_accelerator
 from inferplan.catalog.ollama import refuse_unlisted_tag
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.registry import Registry
@@ -164,6 +164,8 @@ class Catalog:
             return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
         except UnknownHardwareError as exc:
             sized = sized_accelerator(self.accelerators, name, field_name)
+            if sized is None and (chip := mac_chip(name)):  # "Mac Studio M3 Ultra 96GB": its chip
+                return self.accelerator(chip, field_name)
             if sized is None:
                 raise mac_product_refusal(self.accelerators, name, field_name) or exc
             self._sized_accelerators[name] = sized

@@ -50,6 +50,14 @@ def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: s
 MAC_PRODUCT = re.compile(r"^\s*(mac\s*mini|mac\s*studio|mac\s*pro|macbook(\s*(air|pro))?|imac)\b", re.IGNORECASE)
 
 
+def mac_chip(name: str) -> str | None:
+    """What follows a Mac's product name where it names a chip (``Mac Studio M3 Ultra 96GB`` -> ``M3 Ultra 96GB``;
+    None: no product name, or only a memory size after it)."""
+    match = MAC_PRODUCT.match(name)
+    rest = name[match.end():].strip(" ,-") if match else ""
+    return rest if rest and not re.fullmatch(r"\d+(?:\.\d+)?\s*gb", rest, re.IGNORECASE) else None
+
+
 def mac_product_refusal(records: "Registry[Accelerator]", name: str, field_name: str) -> UnknownHardwareError | None:
     """A name of a Mac (``Mac mini 24GB``) rather than of its chip: the refusal naming the Apple chips the catalogue
     has in that memory size (None: ``name`` names no Mac)."""
