@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.mtp_rules import MtpRule
     from inferplan.catalog.eagle3_drafts import Eagle3Draft
     from inferplan.catalog.ollama_schema import OllamaRunner
+    from inferplan.catalog.metal_schema import MetalWorkingSet
     from inferplan.catalog.engine_support import GpuRefusal, IntegratedGpuRefusal, SupportFloor
     from inferplan.catalog.site_schema import Site
     from inferplan.catalog.quantization_schema import Quantization
@@ -100,6 +101,7 @@ SECTIONS: dict[str, str] = {
     "gpu_refusals": "engine_support:GpuRefusal",
     "integrated_gpu_refusals": "engine_support:IntegratedGpuRefusal",
     "ollama_runners": "ollama_schema:OllamaRunner",  # ollama.yaml
+    "metal_working_sets": "metal_schema:MetalWorkingSet",  # metal_working_set.yaml
 }
 
 
@@ -147,6 +149,7 @@ class Catalog:
     gpu_refusals: Registry[GpuRefusal]
     integrated_gpu_refusals: Registry[IntegratedGpuRefusal]
     ollama_runners: Registry[OllamaRunner]
+    metal_working_sets: Registry[MetalWorkingSet]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
