@@ -17,7 +17,7 @@ from inferplan.units import GiB
 
 
 class WorkingSetFigure(Frozen):
-    """One printed ``recommendedMaxWorkingSetSize`` (ggml prints MiB as "MB") on a Mac of ``memory_gib``."""
+    """One printed ``recommendedMaxWorkingSetSize`` on a Mac of ``memory_gib``, in the unit its build printed."""
 
     chip: str
     memory_gib: float  # the Mac's unified memory ("16 GB" is 16 GiB)

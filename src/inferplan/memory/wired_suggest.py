@@ -1,7 +1,7 @@
 """A Mac's raised GPU memory limit as an answer to a fit that does not hold.
 
 macOS lets the Apple GPU wire only its recommended working set of unified memory (two thirds up to
-36 GiB, three quarters above: ``metal_working_set.yaml``, the default the fit's usable memory already
+32 GiB, three quarters above: ``metal_working_set.yaml``, the default the fit's usable memory already
 holds); ``sudo sysctl iogpu.wired_limit_mb=N`` raises it
 (MLX's ``set_wired_limit`` docs). The limit offered leaves macOS the reserve ``calibration.yaml``
 assumes (``macos-wired-os-reserve-bytes``, ``macos-wired-os-reserve-small-bytes`` below ``macos-wired-small-mac-bytes``:
