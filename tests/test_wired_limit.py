@@ -49,6 +49,14 @@ def test_no_raised_limit_where_the_reserve_leaves_less_than_the_default(catalog)
     assert not [s for s in found.suggestions if s.kind == "wired_limit"]  # 4 GiB is below the 5.3 GiB default (2/3 of 8)
 
 
+def test_no_raised_limit_equal_to_the_default_under_vllm_s_fraction(catalog):
+    """A 24 GB Mac's raised limit (16,384 MiB) is its default working set: vLLM's fraction lowers what it uses,
+    not the limit macOS sets, so it is no gain and is not offered."""
+    d = Deployment(model="qwen3-14b", quantization="mlx-4bit", max_model_len=40960, gpu="M4 Pro 24GB", engine="vllm")
+    assert raised_wired_limit_mb(catalog, catalog.accelerator("M4 Pro 24GB")) == 16384
+    assert not fit(d, catalog).fits
+    assert not [s for s in fit_or_suggest(d, catalog).suggestions if s.kind == "wired_limit"]
+
 @pytest.mark.parametrize("gpu, limit, allowed", [("h100", 5000, "leave it out off Apple silicon"),
                                                  ("apple-m4-max-64gb", 65536, "1 to 65,535")])
 def test_wired_limit_refused_naming_the_field(catalog, gpu, limit, allowed):

@@ -34,7 +34,7 @@ def raised_wired_limit(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSu
     """Where ``d`` on a Mac does not fit under macOS's default GPU limit: the raised limit that holds it at its
     context, else with the longest context it holds under that limit (None: no gain, or none fits)."""
     limit = None if d.wired_limit_mb is not None else raised_wired_limit_mb(catalog, mp.accelerator)
-    if limit is None or limit * MiB <= mp.result.usable_bytes_per_gpu:
+    if limit is None or limit * MiB <= mp.result.gpu_memory_bytes:  # the default working set, before any fraction
         return None
     raised = {"wired_limit_mb": limit}
     reserve_gib = mp.accelerator.memory_bytes.capacity_gib - limit * MiB / GiB
