@@ -73,3 +73,17 @@ def test_launch_script_raises_the_limit_the_plan_assumes(catalog, d):
     assert any("57,344 MiB" in n for n in cmd.notes)
     plain = launch_command(Deployment(**{**d, "gpu": "apple-m4-max-64gb"}, max_model_len=16384), catalog)
     assert "sysctl" not in plain.script
+
+
+def test_every_host_of_a_multi_host_launch_raises_its_own_limit(catalog):
+    """Each Mac of a launch spread over hosts sets its own GPU limit, an RPC worker too: in its block of the
+    script and in its host command."""
+    d = Deployment(model="llama-3.3-70b", quantization="gguf-q4_k_m", engine="llama.cpp", gpu="M4 Pro 24GB", gpus=3,
+                   pipeline_parallel_size=3, wired_limit_mb=16384)
+    launch = launch_command(d, catalog)
+    step = "sudo sysctl iogpu.wired_limit_mb=16384"
+    assert len(launch.host_commands) == 3
+    assert all(step in host.before and step in host.script.splitlines() for host in launch.host_commands)
+    blocks = launch.script.split("# host ")[1:]
+    assert len(blocks) == 3 and all(step in block.splitlines() for block in blocks)
+    assert launch.script.count(step) == 3

@@ -209,7 +209,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv_t = tuple(str(a) for a in (*argv, *listen, *named))
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
-                          before=tuple(here_document(f) for f in files), target=target, env=env,
+                          before=tuple(here_document(f) for f in files), machine=wired_limit_step(d), target=target,
+                          env=env,
                           attention_dp=runs_attention_dp(d, flags), pool=pool_hosts, host_gpus=host_gpus)
     spans = spread.notes if spread else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
@@ -224,7 +225,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     cold = _cold_start_comment(d, catalog, release_planned)
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
-                         script="\n".join([*wired_limit_step(d), *cold, hosts_script(spread)] if spread else
+                         script="\n".join([*cold, hosts_script(spread)] if spread else
                                           [*wired_limit_step(d), *(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
