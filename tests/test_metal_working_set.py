@@ -56,3 +56,14 @@ def test_the_raised_limit_is_offered_above_the_two_thirds_default_of_a_32gb_mac(
     assert not fit(d, catalog).fits
     wired = [s for s in fit_or_suggest(d, catalog).suggestions if s.kind == "wired_limit"]
     assert wired and wired[0].changes == {"wired_limit_mb": 24576}
+
+
+def test_the_wired_limit_flag_states_the_bands_default(catalog):
+    """--wired-limit-mb's help gives the default the bands give: two thirds up to the first band's edge, three
+    quarters above."""
+    from inferplan.shells.cli_flags import FLAGS
+
+    help_text = FLAGS["wired_limit_mb"][1].help
+    low, high = sorted(catalog.metal_working_sets, key=lambda band: band.above_gib)
+    assert (low.share.value, high.share.value) == pytest.approx((2 / 3, 0.75), abs=1e-5)
+    assert f"two thirds of memory up to {low.up_to_gib:g} GiB, three quarters above" in help_text

@@ -122,7 +122,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
                                                 "(default 0.9).")),
     "wired_limit_mb": (Optional[int], typer.Option(
         None, "--wired-limit-mb", help="macOS sysctl iogpu.wired_limit_mb the Mac runs with, MiB (default: macOS's "
-                                       "own GPU limit, about 3/4 of memory).")),
+                                       "own GPU limit: two thirds of memory up to 32 GiB, three quarters "
+                                       "above).")),
     "other_gpu_memory_gb": (Optional[float], typer.Option(
         None, "--other-gpu-memory-gb", help="GiB of each GPU other processes hold when the engine starts (a desktop's "
                                             "display, another server); counted as the release's rule counts it (default 0).")),
