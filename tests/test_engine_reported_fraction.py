@@ -1,6 +1,6 @@
 """An engine's default memory fraction on an accelerator whose record carries the memory its cap is
-read from (engines.yaml ``memory_fraction_of_reported``): MLX on an Apple GPU with its Metal working
-set measured takes all of it, not its 0.75 rule of thumb again."""
+read from (engines.yaml ``memory_fraction_of_reported``): MLX on an Apple GPU takes all of Metal's working
+set, measured or by the Mac's size (metal_working_set.yaml), not a share of it again."""
 
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ def _fraction(gpu: str, engine=MLX) -> float:
     return engine_settings(Deployment(model="llama-3.1-8b", gpu=gpu, engine="mlx"), engine, accel, total).memory_fraction
 
 
-def test_mlx_takes_the_whole_measured_working_set_and_its_rule_of_thumb_elsewhere():
+def test_mlx_takes_the_whole_working_set_measured_or_by_the_macs_size():
     assert CATALOG.accelerator("apple-m5-max").memory_reported_bytes is not None
-    assert CATALOG.accelerator("apple-m4-max").memory_reported_bytes is None
+    m4_max = CATALOG.accelerator("apple-m4-max")
+    assert m4_max.memory_reported_bytes is None
     assert _fraction("apple-m5-max") == MLX.memory_fraction_of_reported.value == 1.0
-    assert _fraction("apple-m4-max") == MLX.memory_fraction.value == 0.75
+    assert _fraction("apple-m4-max") == 1.0  # of the working set the Mac's size gives: 3/4 of 128 GiB
+    assert device_total_bytes(CATALOG, m4_max, MLX)[0] == 0.75 * 128 * 2**30
     plan = plan_memory(Deployment(model="llama-3.1-8b", gpu="apple-m5-max", engine="mlx"), CATALOG)
     assert plan.settings.memory_fraction == 1.0
 

@@ -5,6 +5,7 @@ row's requests at once."""
 import pytest
 from pydantic import ValidationError
 
+from inferplan.catalog.metal_schema import metal_working_set
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -127,15 +128,15 @@ def test_a_larger_memory_fraction_is_offered_where_it_makes_the_model_fit():
 
 def test_llamacpp_on_metal_plans_within_the_working_set():
     """ggml-metal reports Metal's recommended working set as the device's memory: llama.cpp on a 128 GB
-    M4 Max gets the engines.yaml share of it, not all 128 GiB; a measured working set (M5 Max) stands,
-    and MLX (whose fraction caps the working set) is unchanged."""
-    share = CATALOG.engine("llamacpp").metal_working_set.value
+    M4 Max gets the share metal_working_set.yaml gives a Mac of that size, not all 128 GiB; a measured
+    working set (M5 Max) stands, and MLX sizes against the same working set."""
+    share = metal_working_set(CATALOG.metal_working_sets, 128).share.value
     d = Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="llamacpp", quantization="q4_k_m")
-    assert fit(d, CATALOG).gpu_memory_bytes == pytest.approx(128 * 2**30 * share)
+    assert fit(d, CATALOG).gpu_memory_bytes == pytest.approx(128 * 2**30 * share) == 96 * 2**30
     m5 = fit(d.model_copy(update={"gpu": "apple-m5-max"}), CATALOG)
     assert m5.gpu_memory_bytes == CATALOG.accelerator("apple-m5-max", "gpu").memory_reported_bytes.value
     mlx = fit(Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx"), CATALOG)
-    assert mlx.gpu_memory_bytes == pytest.approx(128 * 2**30)
+    assert mlx.gpu_memory_bytes == pytest.approx(96 * 2**30)
 
 
 def test_llama_cpp_caches_in_f16_unless_told_whatever_the_weights():

@@ -47,8 +47,9 @@ class EngineDefaults(Frozen):
     memory_fraction_of_reported: Ratio | None = None
     memory_fraction_meaning: Literal["of_total", "of_free_after_weights", "none"]
     memory_fraction_max: Ratio | None = None  # the largest fraction a deployment guide runs it at (fit suggests up to it)
-    # the share of an Apple GPU's memory the engine takes as the device's, where no measured working set is
-    # in the catalogue (llama.cpp's ggml-metal reports Metal's recommendedMaxWorkingSetSize as the total)
+    # the share of Metal's recommended working set the engine takes as an Apple GPU's memory (llama.cpp's
+    # ggml-metal reports all of it as the total); the working set is a measured one on the accelerator, else
+    # metal_working_set.yaml's for the Mac's size
     metal_working_set: Ratio | None = None
     # the weight formats the engine loads on an Apple GPU, where its Metal back end runs MLX (vllm-metal,
     # SGLang's MLX runtime) rather than its CUDA kernels: there they replace the formats' own engine lists

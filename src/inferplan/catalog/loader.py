@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled, loads_paused
-from inferplan.catalog.memory_config import sized_accelerator
+from inferplan.catalog.memory_config import mac_chip, mac_product_refusal, sized_accelerator
 from inferplan.catalog.ollama import refuse_unlisted_tag
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.registry import Registry
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.mtp_rules import MtpRule
     from inferplan.catalog.eagle3_drafts import Eagle3Draft
     from inferplan.catalog.ollama_schema import OllamaRunner
+    from inferplan.catalog.metal_schema import MetalWorkingSet
     from inferplan.catalog.engine_support import GpuRefusal, IntegratedGpuRefusal, SupportFloor
     from inferplan.catalog.site_schema import Site
     from inferplan.catalog.quantization_schema import Quantization
@@ -100,6 +101,7 @@ SECTIONS: dict[str, str] = {
     "gpu_refusals": "engine_support:GpuRefusal",
     "integrated_gpu_refusals": "engine_support:IntegratedGpuRefusal",
     "ollama_runners": "ollama_schema:OllamaRunner",  # ollama.yaml
+    "metal_working_sets": "metal_schema:MetalWorkingSet",  # metal_working_set.yaml
 }
 
 
@@ -147,6 +149,7 @@ class Catalog:
     gpu_refusals: Registry[GpuRefusal]
     integrated_gpu_refusals: Registry[IntegratedGpuRefusal]
     ollama_runners: Registry[OllamaRunner]
+    metal_working_sets: Registry[MetalWorkingSet]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
@@ -162,10 +165,12 @@ class Catalog:
             return sized
         try:
             return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
-        except UnknownHardwareError:
+        except UnknownHardwareError as exc:
             sized = sized_accelerator(self.accelerators, name, field_name)
+            if sized is None and (chip := mac_chip(name)):  # "Mac Studio M3 Ultra 96GB": its chip
+                return self.accelerator(chip, field_name)
             if sized is None:
-                raise
+                raise mac_product_refusal(self.accelerators, name, field_name) or exc
             self._sized_accelerators[name] = sized
             return sized
 

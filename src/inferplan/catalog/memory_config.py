@@ -47,6 +47,32 @@ def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: s
         field=field_name, allowed=configuration_names(base))
 
 
+MAC_PRODUCT = re.compile(r"^\s*(mac\s*mini|mac\s*studio|mac\s*pro|macbook(\s*(air|pro))?|imac)\b", re.IGNORECASE)
+
+
+def mac_chip(name: str) -> str | None:
+    """What follows a Mac's product name where it names a chip (``Mac Studio M3 Ultra 96GB`` -> ``M3 Ultra 96GB``;
+    None: no product name, or only a memory size after it)."""
+    match = MAC_PRODUCT.match(name)
+    rest = name[match.end():].strip(" ,-") if match else ""
+    return rest if rest and not re.fullmatch(r"\d+(?:\.\d+)?\s*gb", rest, re.IGNORECASE) else None
+
+
+def mac_product_refusal(records: "Registry[Accelerator]", name: str, field_name: str) -> UnknownHardwareError | None:
+    """A name of a Mac (``Mac mini 24GB``) rather than of its chip: the refusal naming the Apple chips the catalogue
+    has in that memory size (None: ``name`` names no Mac)."""
+    if MAC_PRODUCT.match(name) is None:
+        return None
+    match = SIZED_NAME.match(name.strip())
+    size_gb = float(match["size"]) if match else None
+    chips = [f"'{base.name.removeprefix('Apple ')} {gb:g}GB'" for base in records if base.vendor == "apple"
+             and base.memory_configurable for gb in _sizes_gb(base) if size_gb and math.isclose(gb, size_gb)]
+    return UnknownHardwareError(
+        f"{name.strip()!r} names a Mac, not its chip: name the chip and its memory, as 'M4 Pro 24GB'",
+        field=field_name, allowed=", ".join(chips) if chips else "an Apple chip and its memory (inferplan catalog "
+                                                                   "list accelerators)")
+
+
 def _sizes_gb(base: "Accelerator") -> list[float]:
     return [c.memory_bytes.value / GB for c in base.memory_configurations]
 

@@ -46,6 +46,8 @@ class OllamaLaunch(Frozen):
     variables and Modelfile parameters that carry the plan's settings, each group with its source."""
 
     release: str  # the release whose names these are, and whose image a manifest runs
+    llamacpp_build: str | None = None  # the llama.cpp build whose llama-server that release starts
+    llamacpp_build_source: str | None = None
     server: tuple[str, ...] = Field(min_length=1)  # starts the server (ollama serve)
     ready: tuple[str, ...] = Field(min_length=1)  # a client command that succeeds once the server answers
     pull: tuple[str, ...] = Field(min_length=1)  # fetches a tag's files
@@ -89,7 +91,7 @@ class OllamaLaunch(Frozen):
 
     def sources(self) -> tuple[str | None, ...]:
         return (self.command_source, self.openai_source, self.env_source, self.kv_cache_source, self.modelfile_source,
-                self.by_itself_source, self.engine_env_source, self.image_source)
+                self.by_itself_source, self.engine_env_source, self.image_source, self.llamacpp_build_source)
 
 
 class FitPlacement(Frozen):

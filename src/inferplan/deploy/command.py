@@ -29,6 +29,7 @@ from inferplan.memory.mtp import (OTHER_METHOD, SPECULATIVE_METHODS, check_launc
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.macos import wired_limit_note, wired_limit_step
 from inferplan.deploy.copies import copies_note
 from inferplan.catalog.flag_scope import check_flag_release, check_parallel_release, option_rule, per_rank_value, runs_attention_dp
 from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, parallel_args,
@@ -208,7 +209,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv_t = tuple(str(a) for a in (*argv, *listen, *named))
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
-                          before=tuple(here_document(f) for f in files), target=target, env=env,
+                          before=tuple(here_document(f) for f in files), machine=wired_limit_step(d), target=target,
+                          env=env,
                           attention_dp=runs_attention_dp(d, flags), pool=pool_hosts, host_gpus=host_gpus)
     spans = spread.notes if spread else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
@@ -224,11 +226,12 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
                          script="\n".join([*cold, hosts_script(spread)] if spread else
-                                          [*(here_document(f) for f in files), *cold, line]),
+                                          [*wired_limit_step(d), *(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*filter(None, (build_note(catalog, d),)), *served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
-                                *spans, *(c.lstrip("# ") for c in cold), *pool_kv_notes(catalog, d, role)))
+                                *spans, *(c.lstrip("# ") for c in cold), *pool_kv_notes(catalog, d, role),
+                                *wired_limit_note(d)))
 
 
 def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, devices: tuple[int, ...] | None
@@ -237,12 +240,13 @@ def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, 
     environment (pinned to ``devices``), the Modelfile as its file, and a script that runs it all."""
     env = {**(_visible_devices(d, catalog, devices) if devices else {}), **start.env}
     files = (LaunchFile(path=MODELFILE, text=start.modelfile + "\n"),) if start.modelfile else ()
-    script = ollama_script(start, list(env_words(env)), here_document(files[0]) if files else None)
+    script = "\n".join([*wired_limit_step(d), ollama_script(start, list(env_words(env)),
+                                                           here_document(files[0]) if files else None)])
     return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
                          flags_checked_against=start.release, role="both", argv=start.argv, text=shlex.join(start.argv),
                          files=files, script=script, checkpoint=start.served, port=start.port, env=env,
                          notes=(*_ollama_build_notes(d, catalog), *start.notes, *copies_note(d, catalog),
-                                f"call it: {start.call}"),
+                                *wired_limit_note(d), f"call it: {start.call}"),
                          runner="ollama", then=start.steps)
 
 

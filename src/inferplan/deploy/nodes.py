@@ -113,12 +113,13 @@ def over_hosts_refusal(d: Deployment, catalog: Catalog, host_gpus: int | None = 
 
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
-                 listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
-                 env: dict[str, str] | None = None, attention_dp: bool = False,
+                 listen: tuple[str, ...], before: tuple[str, ...] = (), machine: tuple[str, ...] = (),
+                 target: Target = "shell", env: dict[str, str] | None = None, attention_dp: bool = False,
                  pool: bool = False, host_gpus: int | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
-    each host running the engine runs first (its options file); ``env``: the environment it starts with;
+    each host running the engine runs first (its options file); ``machine``: lines every host runs first, one
+    that only joins a cluster too (a Mac's raised GPU limit); ``env``: the environment it starts with;
     ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
     expert parallelism), not whole copies of the model; ``pool``: a pool instance in a pools script, its head its
     first host (``POOL_ADDRESSING``), else host 0; ``host_gpus``: the GPUs each host has, where fewer
@@ -135,7 +136,8 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
     addressing = LEADER_WORKER_SET if target == "k8s" else POOL_ADDRESSING if pool else SHELL
     launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
-    commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
+    commands = tuple(_host(i, split, launch, engine, listen, (*machine, *before), machine, addressing, rank_gpus,
+                           env or {})
                      for i in range(split.hosts))
     head = "the instance's first host" if pool else "host 0 (the head)"
     where = f"{head} serves the API; every host runs its own lines"
@@ -204,7 +206,8 @@ def _whole_ranks(d: Deployment, split: HostSplit) -> bool:
 
 
 def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, ...], listen: tuple[str, ...],
-          before: tuple[str, ...], addressing: Addressing, rank_gpus: int, env: dict[str, str]) -> HostCommand:
+          before: tuple[str, ...], machine: tuple[str, ...], addressing: Addressing, rank_gpus: int,
+          env: dict[str, str]) -> HostCommand:
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
     local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
     start = str(i * local) if i == 0 or addressing.worker_start_rank is None else \
@@ -221,7 +224,7 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
             (*before, *(shell_join(c) for c in launch.head_before))
     elif launch.worker_command:
-        argv, lines = fill(launch.worker_command), ()
+        argv, lines = fill(launch.worker_command), machine
     else:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.workers)), before
     checks = (addressing.check,) if addressing.check and _names(launch, "{head}") else ()

@@ -124,6 +124,9 @@ class Deployment(Input):
         None, ge=0, le=1e6, description="GiB of each GPU's memory other processes hold when the engine starts (a desktop's "
                                         "display and compositor, another server); each release's rule counts it as its "
                                         "budgeting does (default 0)")
+    wired_limit_mb: int | None = Field(
+        None, ge=1, le=2**24, description="macOS sysctl iogpu.wired_limit_mb the Mac runs with, MiB: what the Apple GPU "
+                                          "may wire of unified memory (default: macOS's own recommended working set)")
     sched_spread: bool = Field(False, description="Ollama OLLAMA_SCHED_SPREAD: spread an Ollama tag's model over all the GPUs "
                                "even where one would hold it (default: on one GPU where its predicted VRAM is at most 80 % of it)")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache

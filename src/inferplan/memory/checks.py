@@ -14,7 +14,8 @@ from inferplan.catalog.quantization_schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.expert_split import expert_data_parallel
-from inferplan.memory.hardware import Hardware
+from inferplan.catalog.ollama import OLLAMA
+from inferplan.memory.hardware import Hardware, runs_ollama_tag
 from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
@@ -99,13 +100,24 @@ def _check_sampler(catalog: Catalog, d: Deployment, engine) -> None:
 
 def _check_slots(catalog: Catalog, d: Deployment, engine) -> None:
     """A stated slot count within the most the release opens (engines.yaml ``max_slots``: llama.cpp's
-    llama_context refuses an n_seq_max past LLAMA_MAX_SEQ, so llama-server does not start)."""
-    limit = slot_limit(engine.max_slots, stated_release(d))
-    if d.max_num_seqs is not None and limit is not None and d.max_num_seqs > limit:
-        at = f"engine_version {d.engine_version}" if d.engine_version else "its newest release"
-        raise InvalidScenarioError(
-            f"max_num_seqs {d.max_num_seqs:,}: {engine.name} at {at} opens at most {limit:,} slots and refuses to "
-            f"start with more ({engine.max_slots_source})", field="max_num_seqs", allowed=f"1 to {limit:,}")
+    llama_context refuses an n_seq_max past LLAMA_MAX_SEQ, so llama-server does not start). An Ollama tag's
+    build runs on the llama-server build its Ollama release starts (ollama.yaml ``llamacpp_build``), which
+    takes OLLAMA_NUM_PARALLEL as its slots with no bound of Ollama's own."""
+    if d.max_num_seqs is None:
+        return
+    launch = catalog.ollama_runners.records[OLLAMA].launch if runs_ollama_tag(catalog, d) else None
+    build = launch.llamacpp_build if launch and not d.engine_version else None
+    limit = slot_limit(engine.max_slots, build or stated_release(d))
+    if limit is None or d.max_num_seqs <= limit:
+        return
+    at = f"engine_version {d.engine_version}" if d.engine_version else "its newest release"
+    what, who = f"max_num_seqs {d.max_num_seqs:,}", f"{engine.name} at {at}"
+    if build:
+        var = launch.env.get("max_num_seqs", "max_num_seqs")
+        what = f"max_num_seqs {d.max_num_seqs:,} (Ollama's {var})"
+        who = f"Ollama {launch.release} starts llama-server {build} ({launch.llamacpp_build_source}), which"
+    raise InvalidScenarioError(f"{what}: {who} opens at most {limit:,} slots and refuses to start with more "
+                               f"({engine.max_slots_source})", field="max_num_seqs", allowed=f"1 to {limit:,}")
 
 
 def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:

@@ -41,10 +41,12 @@ from inferplan.memory.budget_parts import (
     runtime_buffer_bytes,
 )
 from inferplan.memory.budget_settings import EngineSettings
+from inferplan.catalog.metal_schema import metal_working_set_bytes
 from inferplan.memory.cuda_graphs import model_runner, runner_counts_graphs
 from inferplan.memory.moe_buffers import MoeCaches
 from inferplan.memory.runner_buffers import runner_arrays
 from inferplan.memory.stages import stage_layer_counts
+from inferplan.errors import InvalidScenarioError
 from inferplan.units import GiB, MiB
 
 
@@ -67,20 +69,25 @@ class EngineBudget:
     usable_short_bytes_per_gpu: float = 0.0  # where nothing is usable: how far below nothing the budget falls
 
 
-def device_total_bytes(catalog: Catalog, accel: Accelerator,
-                       engine: EngineDefaults | None = None) -> tuple[float, str | None]:
+def device_total_bytes(catalog: Catalog, accel: Accelerator, engine: EngineDefaults | None = None,
+                       wired_limit_mb: int | None = None) -> tuple[float, str | None]:
     """Memory the driver reports; measured when the catalogue has it, else derived. On an Apple GPU an
-    engine that reads Metal's working set as the device's memory (``engines.yaml`` ``metal_working_set``,
-    llama.cpp) gets that share of it."""
+    engine that reads Metal's working set as the device's memory (``engines.yaml`` ``metal_working_set``:
+    llama.cpp, MLX, vllm-metal, SGLang) gets the working set macOS allows a Mac of its size by default
+    (``metal_working_set.yaml``); a stated ``iogpu.wired_limit_mb`` is the working set itself."""
+    if wired_limit_mb is not None:
+        return wired_limit_bytes(accel, wired_limit_mb), (
+            f"{accel.name}: the GPU's working set is the stated iogpu.wired_limit_mb, {wired_limit_mb:,} MiB")
     if accel.memory_reported_bytes is not None:
         return accel.memory_reported_bytes.value, None
     marketed_gb = accel.memory_bytes.capacity_gib  # "80 GB" of HBM is 80 GiB; a GiB-stated figure as it is
     if accel.software.value == "metal" and engine is not None and engine.metal_working_set is not None:
-        share = engine.metal_working_set.value
-        return marketed_gb * GiB * share, (
-            f"{accel.name}: {engine.name} takes Metal's recommended working set as the GPU's memory, assumed "
-            f"{share:.0%} of {marketed_gb:g} GiB (no measured working set in the catalogue)")
-    if accel.software.value == "metal":  # Metal's working-set cap is the engine fraction (MLX 0.75)
+        working, band = metal_working_set_bytes(catalog.metal_working_sets, marketed_gb)
+        return working * engine.metal_working_set.value, (
+            f"{accel.name}: {engine.name} takes Metal's recommended working set as the GPU's memory, "
+            f"{band.share.value:.1%} of {marketed_gb:g} GiB on a Mac of this size ({band.id}; no measured "
+            "working set in the catalogue)")
+    if accel.software.value == "metal":  # an engine whose working set is not read: its fraction caps it
         return marketed_gb * GiB, f"{accel.name}: unified memory; the engine's fraction caps the GPU working set"
     if accel.unified_memory:
         share = catalog.constant("unified-memory-gpu-visible-fraction")
@@ -95,6 +102,20 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator,
         f"{accel.name}: reported total assumed {marketed_gb:g} GiB less a {reserve:.2%} driver "
         "reserve (no measured figure in the catalogue)"
     )
+
+
+def wired_limit_bytes(accel: Accelerator, wired_limit_mb: int) -> float:
+    """A stated macOS ``iogpu.wired_limit_mb`` in bytes: refused off Apple silicon and at or above the
+    Mac's memory (MLX: the wired limit stays strictly below the memory size)."""
+    if accel.software.value != "metal":
+        raise InvalidScenarioError(f"wired_limit_mb is macOS's GPU memory limit; {accel.name} is not an Apple GPU",
+                                   field="wired_limit_mb", allowed="leave it out off Apple silicon")
+    memory_mib = int(accel.memory_bytes.capacity_gib * 1024)
+    if wired_limit_mb >= memory_mib:
+        raise InvalidScenarioError(f"wired_limit_mb {wired_limit_mb:,} is not below {accel.name}'s "
+                                   f"{memory_mib:,} MiB of unified memory", field="wired_limit_mb",
+                                   allowed=f"1 to {memory_mib - 1:,}")
+    return wired_limit_mb * MiB
 
 
 def engine_budget(

@@ -199,7 +199,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     check_metal_instance(engine, hw.accel, kv_dtype, plan.tensor_parallel_size, plan.pipeline_parallel_size)
-    total, total_note = device_total_bytes(catalog, hw.accel, engine)
+    total, total_note = device_total_bytes(catalog, hw.accel, engine, d.wired_limit_mb)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
     d, draft_token_notes = with_default_draft_tokens(d, mtp, spec.architecture)  # the decode query it captures graphs for

@@ -15,7 +15,7 @@ class FitSuggestion(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    kind: Literal["context", "gpus", "quantization", "offload", "startup", "fraction", "host_tier", "kt_method"]
+    kind: Literal["context", "gpus", "quantization", "offload", "startup", "fraction", "host_tier", "kt_method", "wired_limit"]
     changes: dict[str, int | float | str | None]
     summary: str
 

@@ -139,7 +139,7 @@ def ollama_context_tokens(catalog: Catalog, d: Deployment) -> int:
     GPU's total as the driver reports it; all the GPUs given where Ollama loads the model on fewer, as it sees them
     all), capped at the model's context (ollama.yaml)."""
     hw = resolve_hardware(catalog, d)
-    per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
+    per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine), d.wired_limit_mb)
     return catalog.ollama_runners.records[OLLAMA].default_context_tokens(
         per_gpu * (d.gpus_given or hw.gpus), resolve_model(catalog, d.model).context_tokens)
 
@@ -177,6 +177,12 @@ def runs_named_build(catalog: Catalog, d: Deployment) -> NamedBuild | None:
     or names no tag or GPUs)."""
     named = named_build(catalog, d.model)
     return named if named is not None and _runs_named(d, named) and bool(d.gpu or d.system) else None
+
+
+def runs_ollama_tag(catalog: Catalog, d: Deployment) -> bool:
+    """Whether ``d`` (as planned, after ``with_default_engine``) runs an Ollama tag's build as Ollama starts it."""
+    named = named_build(catalog, d.model)
+    return named is not None and _runs_named(d, named)
 
 
 def _runs_named(d: Deployment, named: NamedBuild) -> bool:

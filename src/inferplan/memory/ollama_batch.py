@@ -108,7 +108,7 @@ def _prediction(d: Deployment, catalog: Catalog) -> tuple[Hardware, float, int, 
         return None
     hw = resolve_hardware(catalog, d)
     context = d.max_model_len * (context_slots(catalog, d, d.engine) or 1)
-    per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
+    per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine), d.wired_limit_mb)
     kv_heads = min(arch.layer_kv_heads(kind) for kind in arch.layer_kinds)
     kv = 2 * arch.num_layers * kv_heads * (arch.hidden_size // arch.num_attention_heads) * context \
         * rule.predicted_kv_bytes_per_element

@@ -75,8 +75,11 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
         rule.max_num_seqs_default if rule and rule.max_num_seqs_default
         else _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256))
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
-    # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
-    reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
+    # a reported total the engine's cap is read from (MLX: Metal's working set, measured, by the Mac's size, or the
+    # stated wired limit) takes its own fraction
+    working_set = accel.software.value == "metal" and engine.metal_working_set is not None
+    reported = engine.memory_fraction_of_reported \
+        if accel.memory_reported_bytes is not None or d.wired_limit_mb or working_set else None
     release_frac = rule.default_fraction(d.engine_version, tp, total_bytes, pp) if rule else None
     sizing = rule.measured_sizing if rule else None
     sized_off = sizing.switched_off_by(d) if sizing else None

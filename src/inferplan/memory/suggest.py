@@ -14,7 +14,8 @@ short by a host KV tier, the first answer is the largest tier it holds (memory/h
 but start-up fails after it is sized (memory/startup.py), the first answers are the largest
 ``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits; where the KV
 cache is short, the engine's memory fraction raised to the most a deployment guide runs it at
-(``engines.yaml`` ``memory_fraction_max``), when that holds it.
+(``engines.yaml`` ``memory_fraction_max``), when that holds it; on a Mac, macOS's GPU memory limit raised
+(memory/wired_suggest.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 from inferplan.memory.engine_suggest import build_elsewhere, expert_offload_elsewhere, layer_split_here
 from inferplan.memory.smaller_builds import weights_bytes
+from inferplan.memory.wired_suggest import raised_wired_limit
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
@@ -101,7 +103,8 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     smaller = _smaller_weights(d, mp, catalog)
-    found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
+    found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), raised_wired_limit(d, mp, catalog),
+             _longest_context(d, mp, catalog),
              _fewest_gpus(d, mp, catalog), smaller, *layer_split_here(d, mp, catalog, smaller),
              *smaller_kt_methods(d, mp, catalog, _offered_context),
              *expert_offload_elsewhere(d, mp, catalog), *build_elsewhere(d, mp, catalog))

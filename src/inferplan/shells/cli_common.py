@@ -39,7 +39,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
     "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
-    "sched_spread", "max_mamba_cache_size", "mamba_full_memory_ratio",
+    "sched_spread", "max_mamba_cache_size", "mamba_full_memory_ratio", "wired_limit_mb",
     "enable_extensible_kv_cache",  # its on spelling: the CLI takes it as a pair (PAIRED)
 )}
 PAIRED = frozenset({"enable_extensible_kv_cache"})  # switches the CLI takes as --x / --no-x

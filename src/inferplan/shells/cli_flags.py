@@ -120,6 +120,10 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "mamba_full_memory_ratio": (Optional[float], typer.Option(
         None, "--mamba-full-memory-ratio", help="SGLang: a hybrid model's state pool memory : attention KV pool memory "
                                                 "(default 0.9).")),
+    "wired_limit_mb": (Optional[int], typer.Option(
+        None, "--wired-limit-mb", help="macOS sysctl iogpu.wired_limit_mb the Mac runs with, MiB (default: macOS's "
+                                       "own GPU limit: two thirds of memory up to 32 GiB, three quarters "
+                                       "above).")),
     "other_gpu_memory_gb": (Optional[float], typer.Option(
         None, "--other-gpu-memory-gb", help="GiB of each GPU other processes hold when the engine starts (a desktop's "
                                             "display, another server); counted as the release's rule counts it (default 0).")),
@@ -131,7 +135,7 @@ FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_ker
           "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
           "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache", "sched_spread", "max_mamba_cache_size",
-          "mamba_full_memory_ratio")
+          "mamba_full_memory_ratio", "wired_limit_mb")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
 # these, the KTransformers release and the host perf prices: performance/run_record.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
