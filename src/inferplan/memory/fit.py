@@ -9,6 +9,7 @@ Every result lists the assumptions it rests on.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 
 from inferplan.catalog.flags_schema import flags_for
@@ -70,6 +71,7 @@ def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
 # catalogue is held beside its plan so its id is not reused while the entry lives.
 _PLANS: OrderedDict[tuple[int, Deployment, frozenset[str]], tuple[Catalog, MemoryPlan]] = OrderedDict()
 PLANS_KEPT = 4096
+_PLANS_LOCK = threading.Lock()
 
 
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
@@ -77,13 +79,15 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     catalog = catalog or load_catalog()
     d = _engine_stated(d, catalog)
     key = (id(catalog), d, frozenset(d.model_fields_set))  # a stated default (TP 1) lays out otherwise
-    if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
-        _PLANS.move_to_end(key)
-        return kept[1]
+    with _PLANS_LOCK:  # the API plans on a thread pool: another request may evict between the lookup and the move
+        if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
+            _PLANS.move_to_end(key)
+            return kept[1]
     mp = _plan_memory(d, catalog)
-    _PLANS[key] = (catalog, mp)
-    if len(_PLANS) > PLANS_KEPT:
-        _PLANS.popitem(last=False)
+    with _PLANS_LOCK:
+        _PLANS[key] = (catalog, mp)
+        while len(_PLANS) > PLANS_KEPT:
+            _PLANS.popitem(last=False)
     return mp
 
 
