@@ -21,16 +21,16 @@ def _note(r) -> str:
     return next(a for a in r.assumptions if "another machine than the owned loadout" in a)
 
 
-def test_a_rented_trays_notes_name_the_cells_it_holds(catalog):
-    """One TP1 cell carries the 3,000 users; the 4-GPU tray paid for holds four, whose users are the at-capacity
-    users: the notes say so, not whole-user rounding nor the one cell's users."""
+def test_a_rented_racks_notes_name_the_cells_it_holds(catalog):
+    """One TP1 cell carries the 3,000 users; the rack of 18 4-GPU trays paid for (CoreWeave rents no fewer) holds
+    72, whose users are the at-capacity users: the notes say so, not whole-user rounding nor the one cell's users."""
     r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
-    assert (r.rented_cells, r.rented_held_cells, r.rented_instance_gpus) == (1, 4, 4)
+    assert (r.rented_cells, r.rented_held_cells, r.rented_instances, r.rented_instance_gpus) == (1, 72, 18, 4)
     assert r.capacity_users > 3 * r.supported_users
     card = next(c for c in plan_cards(r) if c.key == "cost_per_mtok_at_capacity").note
-    assert "those of the 4 cells the paid instances hold" in card and "count whole users" not in card
+    assert "those of the 72 cells the paid instances hold" in card and "count whole users" not in card
     note = _note(r)
-    assert "its at-capacity users those of the 4 cells the paid instances hold" in note
+    assert "its at-capacity users those of the 72 cells the paid instances hold" in note
     assert "supported, served and at-capacity users" not in note
 
 
