@@ -104,3 +104,32 @@ def test_the_buy_step_for_narrow_listings_offers_only_systems_that_hold_the_inst
     assert all("rtx-5090-workstation" not in c["systems"] for c in offered)
     for c in offered:
         assert search(SearchRequest(**ask, **{k: v for k, v in c.items() if v is not None}), catalog).results
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    ({"nvlink_spans_rental": True}, "nvlink_spans_rental needs min_instances of at least 2"),
+    ({"min_instances": {"value": 1.5, "kind": "spec", "source": "s"}}, "not a whole number of instances"),
+])
+def test_a_listings_rental_set_is_validated(extra, said):
+    from pydantic import ValidationError
+
+    from inferplan.catalog.economics_schema import RentalPrice
+
+    base = {"id": "x", "provider": "p", "region": "r", "instance": "i", "accelerator": "gb200", "gpus_per_instance": 4,
+            "on_demand_usd_per_gpu_hour": {"value": 10.5, "unit": "USD", "kind": "spec", "source": "s"}}
+    with pytest.raises(ValidationError, match=said):
+        RentalPrice.model_validate({**base, **extra})
+
+
+def test_the_api_shows_the_rented_racks_figures_as_plan_does(tmp_path, catalog):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    scenario = {"model": "deepseek-r1", "engine": "sglang", "platform": {"system": "gb200-nvl72"},
+                "workload": {"preset": "chat-seat"}, "target_users": 100, "rented": True}
+    r = plan(Scenario.model_validate(scenario), catalog)
+    answer = TestClient(create_app(tmp_path / "a.db")).post("/api/plan", json={"scenario": scenario, "draws": 0})
+    assert answer.status_code == 200, answer.text
+    body = answer.text
+    assert f"{r.rent_usd_per_month:,.0f}" in body and "rented as 18 4-GPU instances (72 GPUs paid for)" in body
