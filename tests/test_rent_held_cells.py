@@ -21,17 +21,30 @@ def _note(r) -> str:
     return next(a for a in r.assumptions if "another machine than the owned loadout" in a)
 
 
-def test_a_rented_racks_notes_name_the_cells_it_holds(catalog):
-    """One TP1 cell carries the 3,000 users; the rack of 18 4-GPU trays paid for (CoreWeave rents no fewer) holds
-    72, whose users are the at-capacity users: the notes say so, not whole-user rounding nor the one cell's users."""
-    r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
-    assert (r.rented_cells, r.rented_held_cells, r.rented_instances, r.rented_instance_gpus) == (1, 72, 18, 4)
+def test_a_rented_instances_notes_name_the_cells_it_holds(catalog):
+    """Two 8-GPU MI355X servers owned, one rented 8-GPU instance (every MI355X listing rents eight): one TP1 cell
+    carries the 3,000 users and the instance paid for holds eight, whose users are the at-capacity users: the
+    notes say so, not whole-user rounding nor the one cell's users."""
+    r = plan(Scenario.model_validate({"model": "qwen3-8b", "engine": "vllm", "platform": {"gpu": "mi355x", "gpus": 16},
+                                      "workload": {"preset": "chat-seat"}, "rented": True, "target_users": 3_000}),
+             catalog)
+    assert (r.rented_cells, r.rented_held_cells, r.rented_instances, r.rented_instance_gpus) == (1, 8, 1, 8)
     assert r.capacity_users > 3 * r.supported_users
     card = next(c for c in plan_cards(r) if c.key == "cost_per_mtok_at_capacity").note
-    assert "those of the 72 cells the paid instances hold" in card and "count whole users" not in card
+    assert "those of the 8 cells the paid instances hold" in card and "count whole users" not in card
     note = _note(r)
-    assert "its at-capacity users those of the 72 cells the paid instances hold" in note
+    assert "its at-capacity users those of the 8 cells the paid instances hold" in note
     assert "supported, served and at-capacity users" not in note
+
+
+def test_a_rented_rack_is_the_owned_rack(catalog):
+    """A GB200 NVL72 rented as CoreWeave rents it, a whole rack of 18 trays in one NVLink domain, is the machine a
+    buyer owns: its users are the loadout's, and no note calls it another machine."""
+    r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
+    owned = plan(_qwen("gb200-nvl72", target_users=3_000, rented=False), catalog)
+    assert (r.rented_instances, r.rented_held_cells) == (18, 72) and not r.users_on_rented_cells
+    assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
+    assert not any("another machine than the owned loadout" in a for a in r.assumptions)
 
 
 def test_at_your_rate_the_note_rents_no_instance(catalog):
