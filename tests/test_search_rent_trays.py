@@ -133,3 +133,12 @@ def test_the_api_shows_the_rented_racks_figures_as_plan_does(tmp_path, catalog):
     assert answer.status_code == 200, answer.text
     body = answer.text
     assert f"{r.rent_usd_per_month:,.0f}" in body and "rented as 18 4-GPU instances (72 GPUs paid for)" in body
+
+
+def test_each_rented_pick_plans_as_its_own_scenario(catalog, rented):
+    """A pick's scenario (the web page's "use this") is the rented rack, not one tray: plan takes it as it is."""
+    assert rented.results
+    for d in rented.results:
+        assert d.scenario["platform"] == {"system": "gb200-nvl72"}
+        r = plan(Scenario.model_validate(d.scenario), catalog)
+        assert r.rented

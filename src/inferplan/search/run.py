@@ -322,7 +322,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
                                                max_num_seqs=per_rank,
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None,
-                                               instance_gpus=q.instance_gpus if q else None,
+                                               instance_gpus=q.host_gpus if q else None,
                                                quote_usd=cm.costs.quote_usd),
         simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=replicas,
