@@ -5,6 +5,7 @@ search, plan and its rent route agree on the figures."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -142,3 +143,14 @@ def test_each_rented_pick_plans_as_its_own_scenario(catalog, rented):
         assert d.scenario["platform"] == {"system": "gb200-nvl72"}
         r = plan(Scenario.model_validate(d.scenario), catalog)
         assert r.rented
+
+
+def test_separate_pools_pack_whole_cells_into_the_rented_rack(catalog):
+    """Cells of widths that do not divide the rack's 72 GPUs still share a rack, whole cells packed into it: a
+    16-GPU prefill cell beside three 16-GPU decode cells (64 GPUs) rents one rack, also where the hand-over needs
+    one rack; two 32-GPU cells beside a 16-GPU one (80 GPUs) rent two."""
+    (q,) = rent_quotes(on_demand_listings(catalog, "gb200", 1.0), 16)
+    assert q.pool_instances(1, 16, 3, 16) == 18
+    assert q.pools_month(1, 16, 3, 16, True) == (18, pytest.approx(RACK_USD_PER_MONTH))
+    assert (q.pool_instances(1, 64, 1, 8), q.pool_instances(1, 8, 1, 64), q.pool_instances(2, 32, 1, 16)) == (18, 18, 36)
+    assert list(q.pool_instances(np.array([5, 0, 9]), 16, np.array([0, 2, 0]), 8)) == [36, 18, 54]

@@ -91,11 +91,16 @@ class RentQuote:
         return -(-instances // self.min_instances) * self.min_instances
 
     def pool_instances(self, prefill, prefill_width: int, decode, decode_width: int):
-        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide):
-        GPU by GPU where both widths divide the instance's GPUs, else each pool on instances of its own."""
-        g = self.set_gpus if self.nvlink_spans else self.instance_gpus  # what GPU-by-GPU sharing fills
+        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide). Where
+        an NVLink domain spans each set, whole cells are packed into sets, the wider cells first and the
+        narrower in the GPUs they leave (``_packed_sets``); else GPU by GPU where both widths divide the
+        instance's GPUs, else each pool on instances of its own."""
+        if self.nvlink_spans:
+            wide, narrow = sorted(((prefill, prefill_width), (decode, decode_width)), key=lambda x: -x[1])
+            return _packed_sets(self.set_gpus, *wide, *narrow) * self.min_instances
+        g = self.instance_gpus
         if g % prefill_width == 0 and g % decode_width == 0:
-            return self.whole_sets(-(-(prefill * prefill_width + decode * decode_width) // g) * (g // self.instance_gpus))
+            return self.whole_sets(-(-(prefill * prefill_width + decode * decode_width) // g))
         return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
 
     def pools_month(self, prefill, prefill_width: int, decode, decode_width: int, one_host):
@@ -105,6 +110,18 @@ class RentQuote:
         rented = self.pool_instances(prefill, prefill_width, decode, decode_width)
         one = self.min_instances if self.nvlink_spans else 1
         return rented, np.where(one_host & (rented > one), np.inf, rented * self.usd_per_instance_month)
+
+
+def _packed_sets(set_gpus: int, wide, wide_width: int, narrow, narrow_width: int):
+    """Sets of ``set_gpus`` GPUs that hold ``wide`` cells of ``wide_width`` GPUs and ``narrow`` cells of
+    ``narrow_width`` (no wider), no cell across two sets: the wide cells fill sets first, the narrow ones fill
+    the GPUs each set has left, and more sets hold the narrow cells left over."""
+    per_set = set_gpus // wide_width
+    sets = -(-wide // per_set)
+    last = wide - (sets - 1) * per_set  # wide cells in the last set holding them (none without a set)
+    room = np.where(sets > 0, (sets - 1) * ((set_gpus - per_set * wide_width) // narrow_width)
+                    + (set_gpus - last * wide_width) // narrow_width, 0)
+    return sets + -(-np.maximum(narrow - room, 0) // (set_gpus // narrow_width))
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:
