@@ -67,3 +67,20 @@ def test_cells_a_width_that_does_not_divide_the_instance_holds():
                          user_request_rate_per_s=0.001)
     beside = _Cells(gpus=3, cells=1, users=10, prefill=pool, per_cell_users=10.0)
     assert beside.held(_rented(3)) == 4
+
+
+def test_cells_a_rented_rack_holds_beside_a_prefill_pool():
+    """Racks of 18 made-up 4-GPU trays one NVLink domain spans: beside one 8-GPU prefill cell a rack holds eight
+    8-GPU cells (72 GPUs), not two trays' worth; 16-GPU cells pack four to the rack, three beside a 16-GPU prefill
+    cell, seven on two racks."""
+    def rack(racks: int, width: int) -> RentedEngines:
+        q = RentQuote("made-up", 1.0, 4, width, "made-up listing", min_instances=18, nvlink_spans=True)
+        return RentedEngines(q, 18 * racks, 1.0)
+
+    def pool(width: int) -> PrefillSizing:
+        return PrefillSizing(instances=1, shape=InstanceShape(gpus=width), systems=1, one_host=False, prompt_s=1.0,
+                             user_request_rate_per_s=0.001)
+
+    assert _Cells(gpus=8, cells=2, users=10, prefill=pool(8), per_cell_users=10.0).held(rack(1, 8)) == 8
+    sixteen = _Cells(gpus=16, cells=1, users=10, prefill=pool(16), per_cell_users=10.0)
+    assert (sixteen.held(rack(1, 16)), sixteen.held(rack(2, 16))) == (3, 7)

@@ -97,6 +97,8 @@ class _Cells:
         if self.stated:
             return self.cells
         g, instances, pre = rented.quote.instance_gpus, rented.instances, self.prefill
+        if pre is not None and rented.quote.nvlink_spans:  # whole cells packed into sets one NVLink domain spans
+            return max(self.cells, rented.quote.cells_beside(instances, pre.instances, pre.shape.gpus, self.gpus))
         if pre is not None and g % pre.shape.gpus == 0 and g % self.gpus == 0:  # the pools share instances GPU by GPU
             return max(self.cells, (rented.gpus_paid - pre.gpus) // self.gpus)
         if pre is not None:  # each pool on instances of its own

@@ -103,6 +103,15 @@ class RentQuote:
             return self.whole_sets(-(-(prefill * prefill_width + decode * decode_width) // g))
         return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
 
+    def cells_beside(self, instances: int, prefill: int, prefill_width: int, width: int) -> int:
+        """The most cells of ``width`` GPUs that ``instances`` rented instances hold beside ``prefill`` cells of
+        ``prefill_width``, packed as ``pool_instances`` packs them."""
+        low, high = 0, instances * self.instance_gpus // width
+        while low < high:  # the largest count whose pools fit: pool_instances grows with it
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if self.pool_instances(prefill, prefill_width, mid, width) <= instances else (low, mid - 1)
+        return low
+
     def pools_month(self, prefill, prefill_width: int, decode, decode_width: int, one_host):
         """(rented instances, USD a month) of both pools (``pool_instances``); where their KV hand-over
         runs on the fast link (``one_host``) they share one rented instance (one set where an NVLink domain
