@@ -5,6 +5,8 @@ search, plan and its rent route agree on the figures."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -154,3 +156,12 @@ def test_separate_pools_pack_whole_cells_into_the_rented_rack(catalog):
     assert q.pools_month(1, 16, 3, 16, True) == (18, pytest.approx(RACK_USD_PER_MONTH))
     assert (q.pool_instances(1, 64, 1, 8), q.pool_instances(1, 8, 1, 64), q.pool_instances(2, 32, 1, 16)) == (18, 18, 36)
     assert list(q.pool_instances(np.array([5, 0, 9]), 16, np.array([0, 2, 0]), 8)) == [36, 18, 54]
+
+
+def test_a_rented_rack_is_said_to_be_a_whole_rack():
+    """A pick and a trade-off point rented as whole racks are whole racks in the JSON, as bought ones are."""
+    out = CliRunner().invoke(app, ["search", "--model", "deepseek-r1", "--users", "100", "--systems", "gb200-nvl72",
+                                   "--engines", "sglang", "--rent", "--json"], env={"COLUMNS": "400"})
+    answer = json.loads(out.output)
+    assert answer["results"] and all(d["whole_rack"] and d["rented_instances"] for d in answer["results"])
+    assert answer["pareto"] and all(p["whole_rack"] for p in answer["pareto"])
