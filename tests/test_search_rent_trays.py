@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from inferplan.economics import money
 from inferplan.economics.plan import plan
-from inferplan.economics.rental import on_demand_listings, rent_quotes
+from inferplan.economics.rental import on_demand_listings, rent_quotes, rented_note
 from inferplan.economics.scenario import Scenario
 from inferplan.search.reasons import largest_listing
 from inferplan.search.request import SearchRequest
@@ -68,7 +68,7 @@ def test_search_and_plan_agree_on_the_rented_rack(catalog, rented):
 
 
 def test_a_rented_instance_wider_than_a_tray_launches_as_the_racks_command(rented):
-    d = next(d for d in rented.results if d.gpus_per_instance > 4)
+    d = next(d for d in rented.results if d.gpus_per_instance > 4 and not d.disaggregated)
     hosts = d.gpus_per_instance // 4
     assert f"host 0 of {hosts}" in d.deploy and f"host {hosts - 1} of {hosts}" in d.deploy
 
@@ -112,6 +112,9 @@ def test_the_buy_step_for_narrow_listings_offers_only_systems_that_hold_the_inst
 @pytest.mark.parametrize(("extra", "said"), [
     ({"nvlink_spans_rental": True}, "nvlink_spans_rental needs min_instances of at least 2"),
     ({"min_instances": {"value": 1.5, "kind": "spec", "source": "s"}}, "not a whole number of instances"),
+    ({"min_instances": {"value": 18, "kind": "spec", "source": "s"}, "nvlink_spans_rental": True}, "go together"),
+    ({"min_instances": {"value": 18, "kind": "spec", "source": "s"},
+      "unavailable_instances_per_set": {"value": 18, "kind": "spec", "source": "s"}}, "below min_instances"),
 ])
 def test_a_listings_rental_set_is_validated(extra, said):
     from pydantic import ValidationError
@@ -165,3 +168,17 @@ def test_a_rented_rack_is_said_to_be_a_whole_rack():
     answer = json.loads(out.output)
     assert answer["results"] and all(d["whole_rack"] and d["rented_instances"] for d in answer["results"])
     assert answer["pareto"] and all(p["whole_rack"] for p in answer["pareto"])
+
+
+def test_a_cell_across_the_whole_rented_rack_is_said_to_stop_for_maintenance(catalog):
+    """CoreWeave asks workloads to tolerate two of a rack's trays down for maintenance
+    (rent-coreweave-docs-gb200-instances): the listing says so, and so does the rented note of a 72-GPU cell, which
+    spans trays the rack may hold down; an 8-GPU cell's does not."""
+    (listing,) = [r for r in catalog.rental_prices if r.accelerator == "gb200"]
+    assert listing.nvlink_spans_rental_source == "rent-coreweave-docs-imex-overview"
+    assert listing.unavailable_instances_per_set.value == 2
+    assert listing.unavailable_instances_per_set.source == "rent-coreweave-docs-gb200-instances"
+    assert any("two unavailable instances per rack for maintenance" in n for n in listing.notes)
+    said = "tolerate 2 of a set's instances down for maintenance, and an engine instance of 72 GPUs spans more"
+    notes = [rented_note(rent_quotes(on_demand_listings(catalog, "gb200", 1.0), w)[0], 18) for w in (8, 72)]
+    assert said not in notes[0] and said in notes[1]

@@ -30,6 +30,9 @@ class RentalPrice(Frozen):
     min_instances: Count | None = None
     # one NVLink domain spans each set of ``min_instances`` (an engine instance may span its instances' GPUs)
     nvlink_spans_rental: bool = False
+    nvlink_spans_rental_source: str | None = None  # the source id that states it
+    # instances of a set the provider may hold down at once for maintenance, which workloads should tolerate
+    unavailable_instances_per_set: Count | None = None
     notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
@@ -39,6 +42,11 @@ class RentalPrice(Frozen):
             raise ValueError(f"min_instances: {n.value} is not a whole number of instances at least 1")
         if self.nvlink_spans_rental and self.set_instances < 2:
             raise ValueError("nvlink_spans_rental needs min_instances of at least 2: the domain spans that set")
+        if self.nvlink_spans_rental != (self.nvlink_spans_rental_source is not None):
+            raise ValueError("nvlink_spans_rental and nvlink_spans_rental_source go together: the span and its source")
+        down = self.unavailable_instances_per_set
+        if down is not None and not (0 <= down.value < self.set_instances and float(down.value).is_integer()):
+            raise ValueError(f"unavailable_instances_per_set: {down.value} is not a whole number below min_instances")
         return self
 
     @property

@@ -31,6 +31,7 @@ class Listing(NamedTuple):
     gpus: int  # per instance
     min_instances: int = 1  # rented in whole sets of this many instances
     nvlink_spans: bool = False  # one NVLink domain spans each set
+    down_per_set: int = 0  # instances of a set the provider may hold down at once for maintenance
 
     @property
     def host_gpus(self) -> int:
@@ -39,7 +40,9 @@ class Listing(NamedTuple):
 
 
 def listing_of(r: RentalPrice, usd_per_gpu_hour: float) -> Listing:
-    return Listing(r.id, usd_per_gpu_hour, r.gpus_per_instance, r.set_instances, r.nvlink_spans_rental)
+    down = r.unavailable_instances_per_set
+    return Listing(r.id, usd_per_gpu_hour, r.gpus_per_instance, r.set_instances, r.nvlink_spans_rental,
+                   int(down.value) if down is not None else 0)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class RentQuote:
     listings: tuple[str, ...] = ()  # the listings the price is the median of, cheapest first
     min_instances: int = 1  # instances are rented in whole sets of this many
     nvlink_spans: bool = False  # one NVLink domain spans each set: an engine instance may span its GPUs
+    down_per_set: int = 0  # instances of a set the provider may hold down at once for maintenance
 
     @property
     def set_gpus(self) -> int:
@@ -169,7 +173,7 @@ def _median_quote(options: list[Listing], width: int) -> RentQuote:
         note += (f", rented in whole sets of {low.min_instances} instances"
                  f"{f' ({low.host_gpus} GPUs in one NVLink domain)' if low.nvlink_spans else ''}")
     return RentQuote(low[0], median, low[2], width, note, tuple(x[0] for x in options), low.min_instances,
-                     low.nvlink_spans)
+                     low.nvlink_spans, low.down_per_set)
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,12 @@ class RentedEngines:
 def rented_note(q: RentQuote, instances: int) -> str:
     """The quote's note, and the whole instances taken and GPUs paid for."""
     paid = instances * q.instance_gpus
+    up = (q.min_instances - q.down_per_set) * q.instance_gpus  # a set's GPUs while the provider holds some down
+    down = (f"; the provider asks workloads to tolerate {q.down_per_set} of a set's instances down for maintenance, "
+            f"and an engine instance of {q.width} GPUs spans more than the {up} GPUs left up, so it stops meanwhile"
+            if q.down_per_set and q.width > up else "")
     return (f"{q.note}; rented as {instances:,} {q.instance_gpus}-GPU instance{'s' if instances != 1 else ''} "
-            f"({paid:,} GPU{'s' if paid != 1 else ''} paid for)")
+            f"({paid:,} GPU{'s' if paid != 1 else ''} paid for){down}")
 
 
 def rent_engine_instances(listings: tuple[Listing, ...], width: int, engine_instances: int) -> RentedEngines | None:
