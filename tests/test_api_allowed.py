@@ -117,3 +117,15 @@ def test_a_date_that_does_not_read_says_how_to_write_one(client, measured_on):
     assert r.json()["detail"][0]["loc"] == ["body", "provenance", "measured_on"]
     assert r.json()["error"]["allowed"] == "a date, YYYY-MM-DD"
     assert allowed_by({"type": "date_from_datetime_parsing", "loc": ("x",)}) == "a date, YYYY-MM-DD"
+
+
+@pytest.mark.parametrize("price", ["abc", 0, 0.5, True])
+def test_a_quote_price_that_is_text_or_under_a_dollar_says_a_number_at_least_1(client, price):
+    """A vendor quote's price takes a number of at least $1 (its stored-rows bound of more than 0 is never said
+    to a new quote), whether the price is text, a yes/no or too small."""
+    r = client.post("/api/quotes", json={"system": "hgx-h100", "vendor": "v", "price_usd": price,
+                                         "quoted_on": "2026-12-01"})
+    assert r.status_code == 422, r.text
+    said = [d for d in r.json()["detail"] if d["loc"][-1] == "price_usd"]
+    assert [d["allowed"] for d in said] == ["a number at least 1 and at most 10,000,000,000"], said
+    assert "more than 0" not in r.text and "greater than 0" not in r.text

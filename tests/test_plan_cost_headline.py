@@ -53,3 +53,15 @@ def test_the_at_capacity_card_says_why_its_users_differ_from_the_supported_users
     assert r.capacity_users == pytest.approx(532.3, abs=0.05)
     note = {c.key: c for c in plan_cards(r)}["cost_per_mtok_at_capacity"].note
     assert "the tokens of 532.3 users, where the supported users (520) count whole users per loadout" in note
+
+
+def test_the_at_capacity_card_of_rented_cells_counts_whole_users_per_rented_cell(catalog):
+    """Llama 3.1 8B FP8 rented for 500 coding developers with a DGX H100 named: the target's 14 one-GPU cells are
+    rented, no loadout is, so the supported users are whole users per rented cell, not per loadout."""
+    r = plan(Scenario.model_validate({"model": "llama-3.1-8b", "quantization": "fp8", "platform": {"system": "dgx-h100"},
+                                      "rented": True, "workload": {"preset": "coding-developer-median"},
+                                      "target_users": 500}), catalog)
+    assert r.users_on_rented_cells and (r.rented_cells, r.rented_held_cells, r.supported_users) == (14, 14, 504)
+    note = {c.key: c for c in plan_cards(r)}["cost_per_mtok_at_capacity"].note
+    assert "where the supported users (504) count whole users per rented cell;" in note
+    assert "per loadout" not in note

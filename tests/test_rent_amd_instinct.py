@@ -29,7 +29,7 @@ def test_the_mi325x_and_mi355x_are_searched_and_only_the_mi350x_lacks_a_price(ca
 @pytest.mark.parametrize("accel", ["mi300x", "mi325x", "mi355x"])
 def test_each_instinct_has_an_8_gpu_on_demand_listing(catalog, accel):
     """An 8-GPU engine instance (TP8) needs a listing whose GPUs share one host."""
-    assert any(gpus == 8 for _, _, gpus in on_demand_listings(catalog, accel, fx=1.0))
+    assert any(x.gpus == 8 for x in on_demand_listings(catalog, accel, fx=1.0))
 
 
 def test_a_plan_on_bare_mi355x_gpus_rents_them_at_the_median_of_the_8_gpu_listings(catalog):

@@ -1,5 +1,5 @@
 """A rented plan's at-capacity figures price the GPUs paid for: at your rate per GPU-hour the rented cells' GPUs,
-on a rented tray the cells its paid instances hold, whatever the target (stated cells: those)."""
+on a rented rack of trays the cells its paid instances hold, whatever the target (stated cells: those)."""
 
 from __future__ import annotations
 
@@ -27,18 +27,19 @@ def test_at_your_rate_the_at_capacity_cost_counts_the_gpus_rented(catalog):
         r.rent_usd_per_month / (r.capacity_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
 
 
-def test_a_rented_trays_users_at_capacity_are_the_cells_it_holds_whatever_the_target(catalog):
-    """GB200 NVL72 rented as one 4-GPU tray: the tray holds four TP1 cells at capacity, for a target one cell
-    carries, two cells carry, or with the TP1 cell stated."""
+def test_a_rented_racks_users_at_capacity_are_the_cells_it_holds_whatever_the_target(catalog):
+    """GB200 NVL72 rented as one rack of 18 4-GPU trays (CoreWeave rents no fewer): the rack holds 72 TP1 cells at
+    capacity, for a target one cell carries, two cells carry, or with the TP1 cell stated."""
     plans = [plan(_qwen("gb200-nvl72", target_users=t, **x), catalog)
              for t, x in ((3_000, {}), (100_000, {}), (3_000, {"cell": {"tensor_parallel_size": 1}}))]
     for r in plans:
-        assert (r.rented_instances, r.rented_instance_gpus, r.rent_usd_per_month) == (1, 4, plans[0].rent_usd_per_month)
+        assert (r.rented_instances, r.rented_instance_gpus, r.rent_usd_per_month) == (18, 4, plans[0].rent_usd_per_month)
         assert r.capacity_users == pytest.approx(plans[0].capacity_users, rel=1e-9)
-    per_cell = plans[1].capacity_users / 4
+    assert plans[0].rent_usd_per_month == pytest.approx(18 * 42.0 * money.HOURS_PER_MONTH)  # every paid tray
+    per_cell = plans[1].capacity_users / 72
     assert plans[1].rented_cells == 2 and plans[1].rented_users == 2 * int(per_cell)
     stated = plan(_qwen("gb200-nvl72", target_users=3_000, cell={"tensor_parallel_size": 1}, replicas=1), catalog)
-    assert stated.capacity_users == pytest.approx(per_cell, rel=1e-9)  # the stated cell, not the tray's four
+    assert stated.capacity_users == pytest.approx(per_cell, rel=1e-9)  # the stated cell, not the rack's 72
 
 
 def test_rented_cells_carrying_the_loadouts_users_say_so_once_and_keep_them_unfloored(catalog):

@@ -21,17 +21,30 @@ def _note(r) -> str:
     return next(a for a in r.assumptions if "another machine than the owned loadout" in a)
 
 
-def test_a_rented_trays_notes_name_the_cells_it_holds(catalog):
-    """One TP1 cell carries the 3,000 users; the 4-GPU tray paid for holds four, whose users are the at-capacity
-    users: the notes say so, not whole-user rounding nor the one cell's users."""
-    r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
-    assert (r.rented_cells, r.rented_held_cells, r.rented_instance_gpus) == (1, 4, 4)
+def test_a_rented_instances_notes_name_the_cells_it_holds(catalog):
+    """Two 8-GPU MI355X servers owned, one rented 8-GPU instance (every MI355X listing rents eight): one TP1 cell
+    carries the 3,000 users and the instance paid for holds eight, whose users are the at-capacity users: the
+    notes say so, not whole-user rounding nor the one cell's users."""
+    r = plan(Scenario.model_validate({"model": "qwen3-8b", "engine": "vllm", "platform": {"gpu": "mi355x", "gpus": 16},
+                                      "workload": {"preset": "chat-seat"}, "rented": True, "target_users": 3_000}),
+             catalog)
+    assert (r.rented_cells, r.rented_held_cells, r.rented_instances, r.rented_instance_gpus) == (1, 8, 1, 8)
     assert r.capacity_users > 3 * r.supported_users
     card = next(c for c in plan_cards(r) if c.key == "cost_per_mtok_at_capacity").note
-    assert "those of the 4 cells the paid instances hold" in card and "count whole users" not in card
+    assert "those of the 8 cells the paid instances hold" in card and "count whole users" not in card
     note = _note(r)
-    assert "its at-capacity users those of the 4 cells the paid instances hold" in note
+    assert "its at-capacity users those of the 8 cells the paid instances hold" in note
     assert "supported, served and at-capacity users" not in note
+
+
+def test_a_rented_rack_is_the_owned_rack(catalog):
+    """A GB200 NVL72 rented as CoreWeave rents it, a whole rack of 18 trays in one NVLink domain, is the machine a
+    buyer owns: its users are the loadout's, and no note calls it another machine."""
+    r = plan(_qwen("gb200-nvl72", target_users=3_000), catalog)
+    owned = plan(_qwen("gb200-nvl72", target_users=3_000, rented=False), catalog)
+    assert (r.rented_instances, r.rented_held_cells) == (18, 72) and not r.users_on_rented_cells
+    assert (r.supported_users, r.capacity_users) == (owned.supported_users, owned.capacity_users)
+    assert not any("another machine than the owned loadout" in a for a in r.assumptions)
 
 
 def test_at_your_rate_the_note_rents_no_instance(catalog):
@@ -54,3 +67,20 @@ def test_cells_a_width_that_does_not_divide_the_instance_holds():
                          user_request_rate_per_s=0.001)
     beside = _Cells(gpus=3, cells=1, users=10, prefill=pool, per_cell_users=10.0)
     assert beside.held(_rented(3)) == 4
+
+
+def test_cells_a_rented_rack_holds_beside_a_prefill_pool():
+    """Racks of 18 made-up 4-GPU trays one NVLink domain spans: beside one 8-GPU prefill cell a rack holds eight
+    8-GPU cells (72 GPUs), not two trays' worth; 16-GPU cells pack four to the rack, three beside a 16-GPU prefill
+    cell, seven on two racks."""
+    def rack(racks: int, width: int) -> RentedEngines:
+        q = RentQuote("made-up", 1.0, 4, width, "made-up listing", min_instances=18, nvlink_spans=True)
+        return RentedEngines(q, 18 * racks, 1.0)
+
+    def pool(width: int) -> PrefillSizing:
+        return PrefillSizing(instances=1, shape=InstanceShape(gpus=width), systems=1, one_host=False, prompt_s=1.0,
+                             user_request_rate_per_s=0.001)
+
+    assert _Cells(gpus=8, cells=2, users=10, prefill=pool(8), per_cell_users=10.0).held(rack(1, 8)) == 8
+    sixteen = _Cells(gpus=16, cells=1, users=10, prefill=pool(16), per_cell_users=10.0)
+    assert (sixteen.held(rack(1, 16)), sixteen.held(rack(2, 16))) == (3, 7)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from inferplan.economics import money
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
 from inferplan.report.cards import plan_cards
@@ -61,31 +62,37 @@ def test_the_same_gpus_carry_the_same_users_owned_or_rented(catalog, rented):
     assert r.rented_users == r.supported_users
 
 
-def test_pools_over_several_trays_of_a_rack_rent_as_several_trays(catalog):
-    """GB200 NVL72: the NVLink domain is 72 GPUs but one OS host, the instance a provider rents, is a 4-GPU
-    tray; pools over three trays hand the KV cache over between hosts, so they rent as three 4-GPU instances."""
+def test_pools_over_several_trays_of_a_rack_rent_as_the_whole_rack(catalog):
+    """GB200 NVL72 on CoreWeave: one OS host, the instance the listing prices, is a 4-GPU tray, but the trays are
+    rented only as whole racks of 18, one NVLink domain each; pools over three trays rent as the rack, every tray
+    paid for."""
     s = Scenario.model_validate({
         "model": "deepseek-v3", "engine": "vllm", "platform": {"system": "gb200-nvl72"},
         "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True,
         "cell": {"tensor_parallel_size": 4}, "replicas": 2,
         "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 4}}})
     r = plan(s, catalog)
-    assert (r.rented_instances, r.rented_instance_gpus, r.rented_cells, r.rented_cell_gpus) == (3, 4, 2, 4)
-    assert r.rent_usd_per_month > 0
+    assert (r.rented_instances, r.rented_instance_gpus, r.rented_cells, r.rented_cell_gpus) == (18, 4, 2, 4)
+    assert r.rent_usd_per_month == pytest.approx(18 * 42.0 * money.HOURS_PER_MONTH)
 
 
-def test_a_rented_tray_of_a_rack_is_planned_as_the_tray_not_the_rack(catalog):
-    """GB200 NVL72 rented: the target's cell rents as one 4-GPU tray, another machine than the 72-GPU rack a buyer
-    owns, so the rented plan's supported users and at-capacity cost are the tray's, and a note says so."""
+def test_a_rented_rack_runs_the_owned_racks_cell_and_launches_its_command(catalog):
+    """GB200 NVL72 rented: an engine instance may span the rented rack's NVLink domain, so the target's cell is the
+    72-GPU one a buyer runs, on the same machine: the same users, the rack's 18 trays paid for, the rack's command."""
+    from inferplan.search.deploying import plan_launch
+
     s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
                                  "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
     r = plan(s, catalog)
     owned = plan(s.model_copy(update={"rented": False}), catalog)
-    assert (r.rented_cell_gpus, r.rented_instance_gpus) == (4, 4) and owned.capacity.cell.gpus > 4
-    assert r.supported_users == r.rented_users == int(r.capacity_users) < owned.supported_users
-    assert r.owner_cost_usd_per_mtok_at_capacity == pytest.approx(
-        r.rent_usd_per_month / (r.capacity_users * r.workload.monthly_tokens / 1e6), rel=1e-6)
-    assert any("another machine than the owned loadout" in a for a in r.assumptions)
+    assert (r.rented_cell_gpus, r.rented_instances, r.rented_instance_gpus) == (72, 18, 4) == (
+        owned.capacity.cell.gpus, 18, 4)
+    assert r.supported_users == owned.supported_users and not r.users_on_rented_cells
+    assert r.rent_usd_per_month == pytest.approx(18 * 42.0 * money.HOURS_PER_MONTH)
+    assert r.rent_usd_per_mtok == pytest.approx(r.rent_usd_per_month / (r.served_users * r.workload.monthly_tokens / 1e6))
+    assert not any("another machine than the owned loadout" in a for a in r.assumptions)
+    text = plan_launch(catalog, s, r).text
+    assert text == plan_launch(catalog, s, owned).text and "--data-parallel-size 72" in text and "host 0 of 18" in text
 
 
 def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_users(catalog):
@@ -103,10 +110,9 @@ def test_rented_cells_of_the_owned_width_on_the_owned_system_carry_the_loadouts_
 
 
 @pytest.mark.parametrize("scenario", [
-    {"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"}, "target_users": 20000},
     {"model": "gpt-oss-120b", "platform": {"system": "hgx-h100"}, "target_users": 2000}])
 def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_loadouts(catalog, scenario):
-    """A rack's tray (or a 1-GPU instance for an 8-GPU loadout) rented: the users are the rented cells', while the
+    """A 1-GPU instance rented for an 8-GPU loadout: the users are the rented cells', while the
     GPUs, users per loadout and replica cell (its memory and speed) stay the owned loadout's, and the note says so."""
     s = Scenario.model_validate({**scenario, "workload": {"preset": "chat-seat"}, "rented": True})
     r = plan(s, catalog)
@@ -120,17 +126,3 @@ def test_a_rented_plan_on_another_machine_says_which_figures_stay_the_owned_load
     cards = {c.key: c for c in plan_cards(r)}
     assert cards["users"].note.startswith("the rented cells' (") and "owning: " in cards["users"].note
     assert "what owning would run" in cards["loadouts"].note and "rented cells full" in cards["cost_per_mtok_at_capacity"].note
-
-
-def test_a_rented_tray_of_a_rack_launches_the_rented_cell(catalog):
-    """GB200 NVL72 rented as one 4-GPU tray: the plan's launch command is the tray's cell, not the rack's 72 ranks."""
-    from inferplan.search.deploying import plan_launch
-
-    s = Scenario.model_validate({"model": "deepseek-v3", "platform": {"system": "gb200-nvl72"},
-                                 "workload": {"preset": "chat-seat"}, "target_users": 20000, "rented": True})
-    r = plan(s, catalog)
-    assert r.rented_cell is not None and r.rented_cell.gpus == r.rented_cell_gpus == 4
-    text = plan_launch(catalog, s, r).text
-    assert "--data-parallel-size 4" in text and "host 0 of" not in text
-    owned = plan(s.model_copy(update={"rented": False}), catalog)
-    assert "--data-parallel-size 72" in plan_launch(catalog, s, owned).text

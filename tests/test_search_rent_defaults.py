@@ -46,14 +46,16 @@ def test_the_rent_median_is_over_the_listings_of_an_instance_size_that_hosts_the
     assert wide.rental == "eight" and wide.instance_gpus == 8
 
 
-def test_a_search_on_a_4_gpu_listing_pays_for_whole_instances(catalog):
+def test_a_search_on_a_4_gpu_listing_rented_by_the_rack_pays_for_whole_racks(catalog):
+    """CoreWeave's 4-GPU GB200 tray is rented only in racks of 18: every pick pays for whole racks, and an engine
+    instance may span the rack's 72 GPUs."""
     res = search(SearchRequest(**RATE, accelerators=("gb200",), pricing="rent", engines=("vllm",), speculative=False,
                                disaggregated=False, top=5), catalog)
     assert res.results
     for r in res.results:
-        assert r.rented_instance_gpus == 4 and r.gpus_paid == 4 * r.rented_instances >= r.gpus
+        assert r.rented_instance_gpus == 4 and r.rented_instances % 18 == 0 and r.gpus_paid == 4 * r.rented_instances >= r.gpus
         assert r.monthly_usd == pytest.approx(r.rented_instances * 42.0 * HOURS_PER_MONTH)
-        assert r.platform == f"{r.gpus_paid}x-gb200" and r.gpus_per_instance <= 4
+        assert r.platform == f"{r.gpus_paid}x-gb200" and r.gpus_per_instance <= 72
 
 
 def test_a_tp2_layout_is_never_priced_from_one_gpu_listings(catalog):

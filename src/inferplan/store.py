@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
-from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
+from inferplan.inputs import (MAX_NAME_CHARS, NEW_ROWS_AT_LEAST, Input, SafeName, number_wanted, plain_text_problem,
+                              stored)
 from inferplan.measurements.records import MeasuredRun
 from inferplan.performance.run_record import UserRun
 from inferplan.store_path import default_db_path
@@ -62,7 +64,8 @@ class SavedScenario(BaseModel):
 
 class VendorQuote(Input):
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
-    price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT (at least $1)")
+    price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT (at least $1)",
+                             json_schema_extra={NEW_ROWS_AT_LEAST: 1})
     quoted_on: dt.date = Field(ge=dt.date(2000, 1, 1), description="when the vendor quoted; not in the future")
     vendor: SafeName = Field(min_length=1)
     note: str = Field("", max_length=2000)
@@ -76,11 +79,13 @@ class VendorQuote(Input):
             raise ValueError(f"{value} is in the future: give the date the vendor quoted")
         return value
 
-    @field_validator("price_usd")
+    @field_validator("price_usd", mode="before")
     @classmethod
-    def _a_real_price(cls, value: float, info: ValidationInfo) -> float:
-        if value < 1 and not stored(info):
-            raise ValueError("a system costs at least $1")
+    def _a_real_price(cls, value: object, info: ValidationInfo) -> object:
+        # before the field's own bound (above 0, kept for quotes stored earlier) says "greater than 0"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1 and not stored(info):
+            raise PydanticCustomError("greater_than_equal", "a system costs at least $1",
+                                      {"allowed": number_wanted(cls.model_fields["price_usd"])})
         return value
 
     @field_validator("vendor")

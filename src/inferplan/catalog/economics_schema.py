@@ -26,7 +26,38 @@ class RentalPrice(Frozen):
     reserved_term: str | None = None  # e.g. "1 year", "3 years"
     spot_usd_per_gpu_hour: USD | None = None
     spot_eur_per_gpu_hour: EUR | None = None
+    # the fewest instances one rental takes, rented in whole multiples of it (a rack's trays); None: one
+    min_instances: Count | None = None
+    # one NVLink domain spans each set of ``min_instances`` (an engine instance may span its instances' GPUs)
+    nvlink_spans_rental: bool = False
+    nvlink_spans_rental_source: str | None = None  # the source id that states it
+    # instances of a set the provider may hold down at once for maintenance, which workloads should tolerate
+    unavailable_instances_per_set: Count | None = None
     notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _whole_sets(self) -> "RentalPrice":
+        n = self.min_instances
+        if n is not None and (n.value < 1 or not float(n.value).is_integer()):
+            raise ValueError(f"min_instances: {n.value} is not a whole number of instances at least 1")
+        if self.nvlink_spans_rental and self.set_instances < 2:
+            raise ValueError("nvlink_spans_rental needs min_instances of at least 2: the domain spans that set")
+        if self.nvlink_spans_rental != (self.nvlink_spans_rental_source is not None):
+            raise ValueError("nvlink_spans_rental and nvlink_spans_rental_source go together: the span and its source")
+        down = self.unavailable_instances_per_set
+        if down is not None and not (0 <= down.value < self.set_instances and float(down.value).is_integer()):
+            raise ValueError(f"unavailable_instances_per_set: {down.value} is not a whole number below min_instances")
+        return self
+
+    @property
+    def set_instances(self) -> int:
+        """Instances one rental takes at least, and in whole multiples of."""
+        return int(self.min_instances.value) if self.min_instances is not None else 1
+
+    @property
+    def host_gpus(self) -> int:
+        """The widest engine instance it hosts: a set's GPUs where one NVLink domain spans it, else an instance's."""
+        return self.gpus_per_instance * (self.set_instances if self.nvlink_spans_rental else 1)
 
     @model_validator(mode="after")
     def _has_a_price(self) -> "RentalPrice":

@@ -122,6 +122,9 @@ def check_references(catalog) -> None:
     for price in catalog.rental_prices:
         if price.accelerator not in catalog.accelerators:
             raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)
+        if price.nvlink_spans_rental_source and price.nvlink_spans_rental_source not in catalog.sources:
+            raise CatalogError(f"rental_prices:{price.id}: unknown nvlink_spans_rental_source "
+                               f"{price.nvlink_spans_rental_source!r}", field=price.id)
     for price in catalog.api_prices:
         if price.valid_until_source and price.valid_until_source not in catalog.sources:
             raise CatalogError(f"api_prices:{price.id}: unknown valid_until_source {price.valid_until_source!r}", field=price.id)

@@ -12,7 +12,7 @@ from inferplan.economics.sizing import Sizing
 
 def deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tuple[Sizing, float]:
     """The sizing of what runs and the users it carries at capacity: the loadouts', or, rented where the rented cells
-    are another machine than the owned loadout (a rack's 4-GPU tray rented, not the rack: instances narrower than the
+    are another machine than the owned loadout (instances, or a set of them in one NVLink domain, narrower than the
     owned system of ``system_gpus`` GPUs, cells of another width, or, at your rate per GPU-hour, fewer GPUs than the
     owned loadouts and prefill pool hold), the rented cells' users, with a note that says which figures are theirs and
     which stay the owned loadout's (its GPUs, users per loadout and replica cell); their users at capacity are those
@@ -25,7 +25,7 @@ def deployed(s: Scenario, size: Sizing, rent: RentRoute, system_gpus: int) -> tu
     if rent.instance_gpus is None:  # your rate: the GPUs of the rented cells and prefill pool, no whole instances
         narrower = (rent.engine_instances or 0) * (rent.cell_gpus or 0) + pool_gpus < size.loadouts * size.loadout_gpus + pool_gpus
     else:
-        narrower = rent.instance_gpus < system_gpus
+        narrower = (rent.domain_gpus or rent.instance_gpus) < system_gpus  # a rented rack's NVLink domain: the rack
     if not s.rented or rent.users is None or (rent.cell_gpus == cell_gpus and not narrower):
         return size, size.capacity_users
     versus = f", not the loadouts' {size.supported_users:,}" if rent.users != size.supported_users else ""

@@ -56,6 +56,7 @@ class RentRoute:
     basis: str | None = None  # what the price is
     instances: int | None = None  # whole rented instances (None: your rate per GPU-hour, or not rented)
     instance_gpus: int | None = None
+    domain_gpus: int | None = None  # GPUs one rented host or NVLink domain spans (a rented rack's 72, a tray's 4)
     usd_per_month: float | None = None
     break_even_months: float | None = None  # buying pays off against renting after this many months
     break_even_note: str | None = None  # why there is no break-even though both routes are priced
@@ -96,11 +97,13 @@ class _Cells:
         if self.stated:
             return self.cells
         g, instances, pre = rented.quote.instance_gpus, rented.instances, self.prefill
+        if pre is not None and rented.quote.nvlink_spans:  # whole cells packed into sets one NVLink domain spans
+            return max(self.cells, rented.quote.cells_beside(instances, pre.instances, pre.shape.gpus, self.gpus))
         if pre is not None and g % pre.shape.gpus == 0 and g % self.gpus == 0:  # the pools share instances GPU by GPU
             return max(self.cells, (rented.gpus_paid - pre.gpus) // self.gpus)
         if pre is not None:  # each pool on instances of its own
             instances -= rented.quote.instances(pre.instances, pre.shape.gpus)
-        return max(self.cells, instances * (g // self.gpus))  # no cell spans two instances
+        return max(self.cells, rented.quote.cells_held(instances, self.gpus))  # no cell spans two instances (or sets)
 
     @property
     def text(self) -> str:
@@ -135,7 +138,7 @@ class _Cells:
         """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q, held = rented.quote, self.held(rented)
         held = held if self.capacity_users(held) > self.capacity_users(self.cells) else self.cells  # a prefill bound
-        return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
+        return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, q.host_gpus, rented.usd_per_month,
                          note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
                          users=self.users, cell=self.cell, prefill_binds=self.prefill_binds,
                          capacity_users=self.capacity_users(held), held_cells=held)
@@ -218,7 +221,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
         return RentRoute()
-    host = max(x[2] for x in listings)
+    host = max(x.host_gpus for x in listings)  # the widest engine instance a listing hosts
     layouts = _layouts(catalog, space, host)
     if any(t.cell_host_gpus is not None for t in layouts):  # an Ollama server: every instance size, one per instance
         layouts = tuple(t for size in sorted({x[2] for x in listings} - {host}) for t in _layouts(catalog, space, size)
@@ -226,7 +229,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
     options = [(rented, c) for t in layouts if (c := _cells_for_target(t, target, s.replicas, prefill))
                if (rented := c.rented(listings)) is not None]
     if not options:
-        return _no_rent(catalog, s, accel, listings, host)
+        return _no_rent(catalog, s, accel, host, fx_usd_per_eur)
     rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid,
                                             -o[1].capacity_users(o[1].held(o[0])), -o[1].users))
     wider = (f" (wider than the owned loadout of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''}: "
@@ -236,13 +239,13 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
     return c.on(rented, wider)
 
 
-def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing, ...], host: int) -> RentRoute:
+def _no_rent(catalog: Catalog, s: Scenario, accel: str, host: int, fx_usd_per_eur: float) -> RentRoute:
     """No rented instance holds a replica cell that meets the target: a named listing is refused, else said."""
     if s.money.rental:
         raise InvalidScenarioError(
-            f"{s.money.rental} rents {host}-GPU instances; no replica cell of {s.model} that meets the workload's "
-            "speed target fits in one host", field="money.rental",
-            allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
-                              if x.gpus_per_instance > host) or f"no {accel} listing of more than {host} GPUs")
+            f"{s.money.rental} hosts an engine instance of at most {host} GPUs; no replica cell of {s.model} that meets "
+            "the workload's speed target fits in one host", field="money.rental",
+            allowed=", ".join(x.id for x in on_demand_listings(catalog, accel, fx_usd_per_eur) if x.host_gpus > host)
+            or f"no {accel} listing of more than {host} GPUs")
     return RentRoute(note=f"rent: no on-demand listing hosts a replica cell of {s.model} that meets the workload's speed "
-                          f"target: the largest {accel} listing is a {host}-GPU instance")
+                          f"target: the widest {accel} listing hosts an engine instance of {host} GPUs")

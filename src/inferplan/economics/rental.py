@@ -2,7 +2,9 @@
 
 A provider rents ``gpus_per_instance`` GPUs in one host, so an engine instance (its tensor-, pipeline-
 and data-parallel GPUs, which share a host) must fit inside one rented instance, and a deployment pays
-for whole instances. Per instance size that holds the engine instance the price is the median
+for whole instances. A listing rented only in sets (``min_instances``: a GB200 NVL72 rack's 18 trays) is
+paid in whole sets, and where one NVLink domain spans the set (``nvlink_spans_rental``) an engine instance
+may span the set's GPUs, as on an owned rack. Per instance size that holds the engine instance the price is the median
 on-demand price per GPU-hour over that size's listings (marketplace floors and hyperscaler list prices
 both sit far from what a buyer pays): the middle listing's, or for an even count the mean of the middle
 two, with the lower middle one as the listing compared with. A deployment rents the size that costs
@@ -12,6 +14,7 @@ least for its engine instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,7 +23,26 @@ from inferplan.catalog.economics_schema import RentalPrice
 from inferplan.economics import money
 from inferplan.errors import InvalidScenarioError
 
-Listing = tuple[str, float, int]  # (rental id, USD per GPU-hour on demand, GPUs per instance)
+class Listing(NamedTuple):
+    """A listing as renting prices it."""
+
+    id: str  # the rental id
+    usd_per_gpu_hour: float  # on demand
+    gpus: int  # per instance
+    min_instances: int = 1  # rented in whole sets of this many instances
+    nvlink_spans: bool = False  # one NVLink domain spans each set
+    down_per_set: int = 0  # instances of a set the provider may hold down at once for maintenance
+
+    @property
+    def host_gpus(self) -> int:
+        """The widest engine instance it hosts: its NVLink domain's GPUs where one spans a set, else an instance's."""
+        return self.gpus * self.min_instances if self.nvlink_spans else self.gpus
+
+
+def listing_of(r: RentalPrice, usd_per_gpu_hour: float) -> Listing:
+    down = r.unavailable_instances_per_set
+    return Listing(r.id, usd_per_gpu_hour, r.gpus_per_instance, r.set_instances, r.nvlink_spans_rental,
+                   int(down.value) if down is not None else 0)
 
 
 @dataclass(frozen=True)
@@ -33,6 +55,18 @@ class RentQuote:
     width: int
     note: str
     listings: tuple[str, ...] = ()  # the listings the price is the median of, cheapest first
+    min_instances: int = 1  # instances are rented in whole sets of this many
+    nvlink_spans: bool = False  # one NVLink domain spans each set: an engine instance may span its GPUs
+    down_per_set: int = 0  # instances of a set the provider may hold down at once for maintenance
+
+    @property
+    def set_gpus(self) -> int:
+        return self.instance_gpus * self.min_instances
+
+    @property
+    def host_gpus(self) -> int:
+        """The GPUs an engine instance may span: a set's where one NVLink domain spans it, else an instance's."""
+        return self.set_gpus if self.nvlink_spans else self.instance_gpus
 
     @property
     def basis(self) -> str:
@@ -47,22 +81,60 @@ class RentQuote:
 
     def instances(self, engine_instances, width: int | None = None):
         """Rented instances that hold ``engine_instances`` of ``width`` GPUs (default the quote's; no
-        engine instance spans two rented ones)."""
-        return -(-engine_instances // (self.instance_gpus // (width or self.width)))
+        engine instance spans two rented ones, or two sets where an NVLink domain spans each), in whole sets."""
+        return -(-engine_instances // self.cells_held(self.min_instances, width or self.width)) * self.min_instances
+
+    def cells_held(self, instances: int, width: int) -> int:
+        """Engine instances of ``width`` GPUs that ``instances`` rented instances hold (none spans two instances,
+        or two sets where an NVLink domain spans each)."""
+        per_set = self.set_gpus // width if self.nvlink_spans else self.instance_gpus // width * self.min_instances
+        return instances // self.min_instances * per_set
+
+    def whole_sets(self, instances):
+        """``instances`` rounded up to whole sets."""
+        return -(-instances // self.min_instances) * self.min_instances
 
     def pool_instances(self, prefill, prefill_width: int, decode, decode_width: int):
-        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide):
-        GPU by GPU where both widths divide the instance's GPUs, else each pool on instances of its own."""
+        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide). Where
+        an NVLink domain spans each set, whole cells are packed into sets, the wider cells first and the
+        narrower in the GPUs they leave (``_packed_sets``); else GPU by GPU where both widths divide the
+        instance's GPUs, else each pool on instances of its own."""
+        if self.nvlink_spans:
+            wide, narrow = sorted(((prefill, prefill_width), (decode, decode_width)), key=lambda x: -x[1])
+            return _packed_sets(self.set_gpus, *wide, *narrow) * self.min_instances
         g = self.instance_gpus
         if g % prefill_width == 0 and g % decode_width == 0:
-            return -(-(prefill * prefill_width + decode * decode_width) // g)
+            return self.whole_sets(-(-(prefill * prefill_width + decode * decode_width) // g))
         return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
+
+    def cells_beside(self, instances: int, prefill: int, prefill_width: int, width: int) -> int:
+        """The most cells of ``width`` GPUs that ``instances`` rented instances hold beside ``prefill`` cells of
+        ``prefill_width``, packed as ``pool_instances`` packs them."""
+        low, high = 0, instances * self.instance_gpus // width
+        while low < high:  # the largest count whose pools fit: pool_instances grows with it
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if self.pool_instances(prefill, prefill_width, mid, width) <= instances else (low, mid - 1)
+        return low
 
     def pools_month(self, prefill, prefill_width: int, decode, decode_width: int, one_host):
         """(rented instances, USD a month) of both pools (``pool_instances``); where their KV hand-over
-        runs on the fast link (``one_host``) they share one rented instance, so more is no option (inf)."""
+        runs on the fast link (``one_host``) they share one rented instance (one set where an NVLink domain
+        spans it), so more is no option (inf)."""
         rented = self.pool_instances(prefill, prefill_width, decode, decode_width)
-        return rented, np.where(one_host & (rented > 1), np.inf, rented * self.usd_per_instance_month)
+        one = self.min_instances if self.nvlink_spans else 1
+        return rented, np.where(one_host & (rented > one), np.inf, rented * self.usd_per_instance_month)
+
+
+def _packed_sets(set_gpus: int, wide, wide_width: int, narrow, narrow_width: int):
+    """Sets of ``set_gpus`` GPUs that hold ``wide`` cells of ``wide_width`` GPUs and ``narrow`` cells of
+    ``narrow_width`` (no wider), no cell across two sets: the wide cells fill sets first, the narrow ones fill
+    the GPUs each set has left, and more sets hold the narrow cells left over."""
+    per_set = set_gpus // wide_width
+    sets = -(-wide // per_set)
+    last = wide - (sets - 1) * per_set  # wide cells in the last set holding them (none without a set)
+    room = np.where(sets > 0, (sets - 1) * ((set_gpus - per_set * wide_width) // narrow_width)
+                    + (set_gpus - last * wide_width) // narrow_width, 0)
+    return sets + -(-np.maximum(narrow - room, 0) // (set_gpus // narrow_width))
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:
@@ -76,15 +148,16 @@ def hourly_usd(r: RentalPrice, fx: float) -> float | None:
 
 def on_demand_listings(catalog: Catalog, accel_id: str, fx: float) -> tuple[Listing, ...]:
     """The GPU's listings with an on-demand price, cheapest first."""
-    return tuple(sorted(((r.id, h, r.gpus_per_instance) for r in catalog.rental_prices if r.accelerator == accel_id
+    return tuple(sorted((listing_of(r, h) for r in catalog.rental_prices if r.accelerator == accel_id
                          if (h := hourly_usd(r, fx)) is not None), key=lambda x: (x[1], x[0])))
 
 
 def rent_quotes(listings: tuple[Listing, ...], width: int) -> tuple[RentQuote, ...]:
-    """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them, each the
-    median over that size's listings, smallest size first. Empty: no listing hosts it."""
-    sizes = sorted({x[2] for x in listings if x[2] >= width})
-    return tuple(_median_quote(sorted((x for x in listings if x[2] == g), key=lambda x: (x[1], x[0])), width)
+    """Renting engine instances of ``width`` GPUs: one quote per instance size (and set rented) that holds them,
+    each the median over that size's listings, smallest size first. Empty: no listing hosts it."""
+    listings = tuple(Listing(*x) for x in listings)
+    sizes = sorted({x[2:] for x in listings if x.host_gpus >= width})
+    return tuple(_median_quote(sorted((x for x in listings if x[2:] == g), key=lambda x: (x[1], x[0])), width)
                  for g in sizes)
 
 
@@ -96,7 +169,11 @@ def _median_quote(options: list[Listing], width: int) -> RentQuote:
     span = f"${options[0][1]:.2f}–${options[-1][1]:.2f}" if len(options) > 1 else f"${low[1]:.2f}"
     listings = "listing" if len(options) == 1 else "listings"
     note = f"rent: median of {len(options)} on-demand {listings} of {low[2]}-GPU instances ({span} per GPU-hour): {which}"
-    return RentQuote(low[0], median, low[2], width, note, tuple(x[0] for x in options))
+    if low.min_instances > 1:
+        note += (f", rented in whole sets of {low.min_instances} instances"
+                 f"{f' ({low.host_gpus} GPUs in one NVLink domain)' if low.nvlink_spans else ''}")
+    return RentQuote(low[0], median, low[2], width, note, tuple(x[0] for x in options), low.min_instances,
+                     low.nvlink_spans, low.down_per_set)
 
 
 @dataclass(frozen=True)
@@ -119,8 +196,12 @@ class RentedEngines:
 def rented_note(q: RentQuote, instances: int) -> str:
     """The quote's note, and the whole instances taken and GPUs paid for."""
     paid = instances * q.instance_gpus
+    up = (q.min_instances - q.down_per_set) * q.instance_gpus  # a set's GPUs while the provider holds some down
+    down = (f"; the provider asks workloads to tolerate {q.down_per_set} of a set's instances down for maintenance, "
+            f"and an engine instance of {q.width} GPUs spans more than the {up} GPUs left up, so it stops meanwhile"
+            if q.down_per_set and q.width > up else "")
     return (f"{q.note}; rented as {instances:,} {q.instance_gpus}-GPU instance{'s' if instances != 1 else ''} "
-            f"({paid:,} GPU{'s' if paid != 1 else ''} paid for)")
+            f"({paid:,} GPU{'s' if paid != 1 else ''} paid for){down}")
 
 
 def rent_engine_instances(listings: tuple[Listing, ...], width: int, engine_instances: int) -> RentedEngines | None:
@@ -160,4 +241,4 @@ def named_listing(catalog: Catalog, accel_id: str, wanted: str, fx: float) -> tu
     hourly = hourly_usd(r, fx)
     if hourly is None:
         raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
-    return ((r.id, hourly, r.gpus_per_instance),)
+    return (listing_of(r, hourly),)

@@ -82,6 +82,8 @@ def _reads_as_number(text: str) -> bool:
 
 
 # a numeric field's bounds (annotated_types' Ge, Gt, Le, Lt in its metadata) as a person reads them
+# the key of a field's ``json_schema_extra`` holding the least a row not stored before takes (``number_wanted``)
+NEW_ROWS_AT_LEAST = "new_rows_at_least"
 _BOUND_WORDS = (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt", "less than"))
 
 
@@ -92,9 +94,13 @@ def _number_wanted(cls: type[BaseModel], name: str) -> str:
 
 def number_wanted(field: Any) -> str:
     """What a numeric field (its pydantic ``FieldInfo``) takes: "a whole number at least 1", "a number
-    more than 0 and at most 1"."""
-    bounds = [f"{word} {plain_number(getattr(m, attr))}" for m in field.metadata for attr, word in _BOUND_WORDS
-              if getattr(m, attr, None) is not None]
+    more than 0 and at most 1". A field whose ``json_schema_extra`` names a ``new_rows_at_least`` takes at least
+    that in a row not stored before (its own lower bound stays for rows stored earlier), and says so."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    floor = extra.get(NEW_ROWS_AT_LEAST)
+    bounds = ([f"at least {plain_number(floor)}"] if floor is not None else []) + [
+        f"{word} {plain_number(getattr(m, attr))}" for m in field.metadata for attr, word in _BOUND_WORDS
+        if getattr(m, attr, None) is not None and (floor is None or attr in ("le", "lt"))]
     kind = "a whole number" if _holds_only(field.annotation, (int,)) else "a number"
     return " ".join([kind, " and ".join(bounds)]).strip()
 

@@ -161,8 +161,11 @@ def _capacity_users_note(r: PlanResult) -> str:
         return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the {held:,} cells "
                 f"the paid instances hold, where the supported users ({r.supported_users:,}) are those of the "
                 f"{cells:,} cell{'s' if cells != 1 else ''} the target needs")
+    # whole users per replica cell where the target's cells are rented, per loadout where the loadouts carry them;
+    # stated replicas floor their users once over all the cells
+    per = "" if r.stated_replicas is not None else " per rented cell" if r.users_on_rented_cells else " per loadout"
     return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported users "
-            f"({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
+            f"({r.supported_users:,}) count whole users{per}")
 
 
 def _binding(r: PlanResult) -> str:

@@ -45,6 +45,7 @@ def gpus_text(gpus: int, gpus_paid: int, systems: int | None, whole_rack: bool) 
     text = plural(gpus, "GPU") + (f" in {plural(systems, 'system')}" if systems else "")
     if gpus_paid > gpus:
         whose = "the whole rack's" if systems == 1 else "the whole racks'"
+        whose = "whole racks'" if systems is None else whose  # rented racks
         text += f" ({whose} {gpus_paid:,} GPUs priced)" if whole_rack else f" ({gpus_paid:,} paid for)"
     return text
 

@@ -119,7 +119,7 @@ def _buy_whole(catalog: Catalog, req: SearchRequest, infeasible: tuple[Infeasibl
     steps = [NextStep(text=f"buy {', '.join(systems)} instead: inferplan prices a bought system's engine instance "
                            "across its NVLink domain", changes={"pricing": "buy"})] if systems else []
     gpus = {p.accelerator.id for p in out}
-    widest = max((r.gpus_per_instance for r in catalog.rental_prices if r.accelerator in gpus), default=None)
+    widest = max((r.host_gpus for r in catalog.rental_prices if r.accelerator in gpus), default=None)
     if widest is not None and (req.engines or req.quantizations):
         steps.append(NextStep(text=f"search another engine or a weight format whose instance fits in {widest} GPUs",
                               changes={"engines": None, "quantizations": None}))

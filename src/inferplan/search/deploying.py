@@ -130,8 +130,9 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     platform and replica cell started with the pick's running cap per rank (``max_num_seqs``), its ``replicas``
     (for separate pools the decode pool's, with ``prefill`` — the prefill cell and its instances — as its
     ``prefill_pool``), rented or bought, at the search's load and
-    per-user speed. A system's GPUs rented on instances of fewer GPUs (``instance_gpus``) are that many of
-    its accelerator, as the pick's label names them, not the whole system. Users with a preset keep the
+    per-user speed. A system's GPUs rented on hosts of fewer GPUs (``instance_gpus``: a rented instance's, or a
+    rented set's where one NVLink domain spans it) are that many of its accelerator, as the pick's label names
+    them, not the whole system; a rented set as wide as the system is the system. Users with a preset keep the
     preset with the search's prefix-cache share and speed target; a request rate or a trace is
     ``RATE_LOAD_USERS`` equal users sharing its month of tokens, at the load's mean lengths. The speed is
     the search's target (mean tokens/s per user, or 1 / its TPOT p95), else ``speed_per_user``, the pick's own.

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inferplan.economics.rental import Listing
 from inferplan.errors import InferplanError
 from inferplan.memory.fit import fit
 from inferplan.search.arrivals import rate_text
@@ -76,7 +77,8 @@ class FamilyStats:
         """A cell whose engine instance (``width`` GPUs in one host) no rental listing (``listings``, as
         ``UnitCosts.listings``) holds; ``system``: the platform's, bought whole, its NVLink domain ``domain_gpus``."""
         if self.unrentable is None or width < self.unrentable[0]:
-            self.unrentable = (width, max(n for _, _, n in listings), largest_listing(listings, accelerator, system),
+            self.unrentable = (width, max(Listing(*x).host_gpus for x in listings),
+                               largest_listing(listings, accelerator, system),
                                system is not None and width <= domain_gpus)
 
     def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray, paid: np.ndarray,
@@ -106,13 +108,16 @@ def largest_listing(listings: tuple[tuple[str, float, int], ...], accelerator: s
     """What the largest rental listing of ``accelerator`` rents, the listings named: on a ``system`` whose
     operating-system host (a rack's compute tray) is narrower than its NVLink domain, what the catalogue
     models of it: an instance priced within one listed host, none wider on a rented rack."""
-    largest = max(n for _, _, n in listings)
-    named = ", ".join(dict.fromkeys(i for i, _, n in listings if n == largest))
+    listings = tuple(Listing(*x) for x in listings)
+    largest = max(x.host_gpus for x in listings)
+    named = ", ".join(dict.fromkeys(x.id for x in listings if x.host_gpus == largest))
     host = int(system.os_host_gpus.value) if system is not None and system.os_host_gpus is not None else None
     if host is not None and largest == host < system.scale_up_domain_gpus:
         part, whole = ("tray", "rack") if system.tier == "rack" else ("host", "system")
         return (f"inferplan prices rented instances within one listed host ({largest}-GPU {part}s for this "
                 f"listing, {named}); wider instances on a rented {whole} are not priced")
+    if any(x.nvlink_spans for x in listings if x.host_gpus == largest):  # a set of instances in one NVLink domain
+        return f"the widest {accelerator} listing ({named}) hosts engine instances of up to {largest} GPUs in one NVLink domain"
     return f"the largest {accelerator} listing ({named}) rents {largest}-GPU instances"
 
 

@@ -19,7 +19,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.ollama import tag_note
 from inferplan.economics import money
 from inferplan.economics.plan_inputs import api_comparison_notes
-from inferplan.economics.rental import rented_note
+from inferplan.economics.rental import RentQuote, rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
@@ -213,7 +213,8 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats, near: NearMisses):
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0),
-               int(paid[idx[j]]), None if renting[idx[j]] else int(grid.units[idx[j]])) for j in front]
+               int(paid[idx[j]]), None if renting[idx[j]] else int(grid.units[idx[j]]),
+               _rents_whole_racks(cm.cell.platform, grid.rent_quote(idx[j]) if renting[idx[j]] else None)) for j in front]
     keys = [(float(value[i]), float(monthly[i]), float(paid[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
             for i in ranked[:VERIFY_TRIES]]
     return Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
@@ -253,14 +254,19 @@ def _pareto(points: list) -> tuple[ParetoPoint, ...]:
 
 
 def _point(point: tuple) -> ParetoPoint:
-    usd_per_mtok, speed, cm, gpus, disaggregated, paid, units = point
+    usd_per_mtok, speed, cm, gpus, disaggregated, paid, units, racks_rented = point
     p = cm.cell.platform
     return ParetoPoint(usd_per_mtok=usd_per_mtok, output_tokens_per_s_per_user=speed,
                        platform=platform_label(p, paid, units is None),
                        engine=cm.cell.engine, quantization=cm.cell.quantization, gpus=gpus, gpus_paid=paid,
                        systems=units if p.system else None,
-                       whole_rack=bool(p.system and p.system.tier == "rack" and units is not None),
+                       whole_rack=bool(p.system and p.system.tier == "rack" and (units is not None or racks_rented)),
                        disaggregated=disaggregated)
+
+
+def _rents_whole_racks(p, q: RentQuote | None) -> bool:
+    """Renting ``q`` rents the platform's whole racks: sets one NVLink domain spans, as wide as the system."""
+    return bool(q is not None and p.system is not None and q.nvlink_spans and q.set_gpus == p.gpus)
 
 
 def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets: Targets,
@@ -297,7 +303,8 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
         platform=platform_label(p, paid, renting), gpus=int(g.gpus[i]), gpus_paid=paid,
-        gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
+        gpus_per_instance=cell.gpus,
+        whole_rack=bool(p.system and p.system.tier == "rack" and (not renting or _rents_whole_racks(p, q))),
         systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
         rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
         rental_basis=q.basis if q else None, price_basis=None if renting else cm.costs.price_basis,
@@ -324,7 +331,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
                                                max_num_seqs=per_rank,
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None,
-                                               instance_gpus=q.instance_gpus if q else None,
+                                               instance_gpus=q.host_gpus if q else None,
                                                quote_usd=cm.costs.quote_usd),
         simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=replicas,
