@@ -84,3 +84,23 @@ def test_a_pools_pick_that_drafts_plans_its_prefill_pool_with_the_drafts(catalog
         p = plan(Scenario.model_validate(r.scenario), catalog)
         assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
         assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1 / (p.capacity.cell.concurrency_at_target + 1) + CURVE)
+
+
+def test_a_drafting_pools_pick_plans_its_prefill_pool_without_drafts(catalog):
+    """A prefill instance drafts nothing: the search runs a drafting decode cell's prompts on a prefill layout
+    without drafts (``evaluate.prefill_partners``), as it does a plain decode cell's, and the simulator runs them
+    so. The plan of each drafting pick's scenario times a lone prompt as the plan of the plain pick on that prefill
+    layout does, so its prefill pool keeps up with as many users; and it holds the search's prefill instances."""
+    res = search(SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=("vllm",), request_rate_per_s=4.0,
+                               input_len=1500, output_len=300, speculative=True, top=50), catalog)
+    pooled = [r for r in res.results if r.disaggregated]
+    key = lambda r: (r.quantization, r.kv_cache_dtype, repr(r.scenario["prefill_pool"]))  # noqa: E731  the prefill pool
+    plain = {key(r): r for r in pooled if not r.speculative_tokens}
+    drafting = [r for r in pooled if r.speculative_tokens and r.speculative_method == "eagle3" and key(r) in plain]
+    assert drafting, "no EAGLE-3 pick with separate pools beside a plain one on its prefill layout"
+    for r in drafting:
+        p = plan(Scenario.model_validate(r.scenario), catalog)
+        twin = plan(Scenario.model_validate(plain[key(r)].scenario), catalog)
+        assert p.prefill_instances == r.prefill_instances == r.simulate["prefill_instances"], r.rank
+        assert r.simulate["deployment"]["eagle3_draft"] and r.pools[0].speculative_tokens == 0
+        assert p.prefill_users == twin.prefill_users, (r.rank, p.prefill_users, twin.prefill_users)

@@ -20,7 +20,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, System
-from inferplan.economics.capacity import drafts, spanning_cell
+from inferplan.economics.capacity import spanning_cell
 from inferplan.economics.scenario import Cell as ScenarioCell
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
@@ -30,6 +30,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.memory.state_pool import without_drafts
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
 
@@ -168,23 +169,24 @@ def prefill_sizing(catalog: Catalog, s: Scenario, base: Deployment, w: WorkloadP
 
 def lone_prompt_s(catalog: Catalog, pre: Deployment, w: WorkloadProfile) -> float:
     """A prompt's time to its first token run alone on prefill instance ``pre`` (one per data-parallel rank),
-    as ``search`` reads a prefill instance's serving curve at its lightest load: with the cells' drafts, which
-    ``pre`` carries as they do."""
+    as ``search`` reads a prefill instance's serving curve at its lightest load: without drafts, whatever the
+    decode cells draft (a prefill instance drafts nothing: ``_prefill_instance``, ``evaluate.prefill_partners``)."""
     ctx = ServingContext(catalog, pool_sized(catalog, pre, "prefill"),
                          Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
-                                  prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w)))
+                                  prefix_cache_hit_rate=w.cache_hit_rate))
     return estimate_at(ctx, ctx.dp).ttft_s
 
 
 def _prefill_instance(catalog: Catalog, base: Deployment, cell: ScenarioCell, system: System | None,
                       unit_gpus: int) -> tuple[Deployment, int]:
-    """One prefill instance — the decode cell's model, format and engine in the prefill pool's layout —
-    checked to hold the model and to fit the platform, and the systems it spans."""
+    """One prefill instance — the decode cell's model, format and engine in the prefill pool's layout, without
+    its draft tokens, drafting method or draft weights (drafts act in decode, as the search's prefill layouts and
+    the simulator's prefill pool run) — checked to hold the model and to fit the platform, and the systems it spans."""
     field = "prefill_pool.cell"
     if system is None and cell.gpus > unit_gpus:
         raise InvalidScenarioError(f"a prefill instance of {cell.gpus} GPUs is wider than the platform's {unit_gpus}",
                                    field=field, allowed=f"at most {unit_gpus} GPUs (tensor × pipeline × data parallel size)")
-    pre = base.model_copy(update={
+    pre = without_drafts(base).model_copy(update={
         "tensor_parallel_size": cell.tensor_parallel_size, "pipeline_parallel_size": cell.pipeline_parallel_size,
         "data_parallel_size": cell.data_parallel_size if cell.enable_expert_parallel else None,
         "enable_expert_parallel": cell.enable_expert_parallel, "gpus": cell.gpus, "max_num_seqs": None})

@@ -21,7 +21,7 @@ from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.ollama_batch import on_ollama_gpu
 from inferplan.memory.running_cap import launched_value, setting_flag
-from inferplan.memory.state_pool import draft_named, without_draft_models
+from inferplan.memory.state_pool import draft_named, without_drafts
 
 SLOT_LIMIT = 1024  # the most slots fit tries where the release sets no maximum of its own
 
@@ -171,8 +171,7 @@ def with_draft_running_stated(d: Deployment, catalog: Catalog) -> Deployment:
     if drafted is not None and (drafted.settings.running_note is None or drafted.result.state_running_cap is not None):
         return d
     try:
-        plain = verdict_plan(without_draft_models(d).model_copy(update={"speculative_tokens": 0,
-                                                                       "speculative_method": None}), catalog)
+        plain = verdict_plan(without_drafts(d), catalog)
     except InferplanError:
         return d
     pool = plain.settings.running_from_pool

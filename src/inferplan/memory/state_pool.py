@@ -149,6 +149,12 @@ def without_draft_models(d: Deployment) -> Deployment:
     return d.model_copy(update={field: False if field == "mtp_draft" else None for field in METHOD_DRAFT_FIELDS.values()})
 
 
+def without_drafts(d: Deployment) -> Deployment:
+    """``d`` drafting nothing: no draft tokens, no drafting method and none of the drafts a method loads (a
+    prefill instance beside a drafting decode one, or the same deployment served without speculative decoding)."""
+    return without_draft_models(d).model_copy(update={"speculative_tokens": 0, "speculative_method": None})
+
+
 def draft_method(d: Deployment, arch: Architecture | None) -> str:
     """The method drafting ``d``'s tokens: the one named, else the one whose draft ``d`` names, else mtp where the
     model has MTP layers, else ngram (as ``memory.mtp.with_unnamed_drafts`` plans an unnamed draft)."""

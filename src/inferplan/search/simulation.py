@@ -20,7 +20,7 @@ from inferplan.memory.pool_channel import channel_note, stated_on_fallback, with
 from inferplan.memory.fit import placed_deployment, plan_memory
 from inferplan.memory.hardware import build_note, resolve_hardware
 from inferplan.memory.layout import instance_gpus
-from inferplan.memory.state_pool import without_draft_models
+from inferplan.memory.state_pool import without_drafts
 from inferplan.search.handover import link_bytes_per_s, link_name
 from inferplan.search.load import trace_lengths
 from inferplan.performance.notes import graphs_note
@@ -342,9 +342,9 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
     weights, as the search's prefill layouts do (``evaluate.prefill_partners``)."""
     d = q.deployment
     tp = q.prefill_tensor_parallel_size or d.tensor_parallel_size
-    pre_d = without_draft_models(d).model_copy(update={
+    pre_d = without_drafts(d).model_copy(update={
         "tensor_parallel_size": tp, "gpus": tp * d.pipeline_parallel_size, "data_parallel_size": None,
-        "enable_expert_parallel": False, "max_num_seqs": None, "speculative_tokens": 0, "speculative_method": None})
+        "enable_expert_parallel": False, "max_num_seqs": None})
     prefill = service_curve(pool_sized(catalog, pre_d, "prefill"), w.model_copy(update={"speculative_tokens": 0}), catalog)
     link = None
     transfer = q.kv_transfer_s
