@@ -53,3 +53,14 @@ def test_the_at_capacity_card_says_why_its_users_differ_from_the_supported_users
     assert r.capacity_users == pytest.approx(532.3, abs=0.05)
     note = {c.key: c for c in plan_cards(r)}["cost_per_mtok_at_capacity"].note
     assert "the tokens of 532.3 users, where the supported users (520) count whole users per loadout" in note
+
+
+def test_the_headline_without_explain_says_why_the_users_at_capacity_differ(tmp_path):
+    """The headline hides the cards' notes; the at-capacity card's note, which says the supported users count whole
+    users per loadout, is printed beneath it in the library's words, as the web page shows it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.3-70b\nquantization: fp8\nplatform: {system: hgx-h100}\n"
+                    "workload: {preset: coding-developer-median}\ntarget_users: 500\n")
+    out = " ".join(CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=160).stdout.split())
+    assert ("At capacity: the loadouts full at their binding limit: the tokens of 532.3 users, where the supported "
+            "users (520) count whole users per loadout") in out

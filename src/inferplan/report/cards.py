@@ -127,8 +127,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="cost_per_mtok_at_capacity",
              label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
              value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
-             note=f"input + output, the {'rented cells' if r.users_on_rented_cells else 'loadouts'} full"
-                  f"{_capacity_users_note(r)}; per million output tokens at capacity: "
+             note=f"input + output, {capacity_users_note(r) or _full(r)}; per million output tokens at capacity: "
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
@@ -151,18 +150,23 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     ]
 
 
-def _capacity_users_note(r: PlanResult) -> str:
+def _full(r: PlanResult) -> str:
+    return f"the {'rented cells' if r.users_on_rented_cells else 'loadouts'} full"
+
+
+def capacity_users_note(r: PlanResult) -> str:
     """Why the users at capacity differ from the supported users: rented cells where the paid instances hold more
-    cells than the target needs, else the tokens the binding limit allows, not whole users."""
+    cells than the target needs, else the tokens the binding limit allows, not whole users; empty where they agree.
+    The at-capacity card carries it, and a headline without the cards' notes prints it beside them."""
     if not r.capacity_users or r.capacity_users == r.supported_users:
         return ""
     held, cells = r.rented_held_cells or 0, r.rented_cells or 0
     if r.users_on_rented_cells and held > cells:
-        return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the {held:,} cells "
-                f"the paid instances hold, where the supported users ({r.supported_users:,}) are those of the "
-                f"{cells:,} cell{'s' if cells != 1 else ''} the target needs")
-    return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported users "
-            f"({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
+        return (f"{_full(r)} at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the "
+                f"{held:,} cells the paid instances hold, where the supported users ({r.supported_users:,}) are "
+                f"those of the {cells:,} cell{'s' if cells != 1 else ''} the target needs")
+    return (f"{_full(r)} at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported "
+            f"users ({r.supported_users:,}) count whole users{' per loadout' if r.stated_replicas is None else ''}")
 
 
 def _binding(r: PlanResult) -> str:
