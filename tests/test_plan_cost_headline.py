@@ -64,3 +64,11 @@ def test_the_headline_without_explain_says_why_the_users_at_capacity_differ(tmp_
     out = " ".join(CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=160).stdout.split())
     assert ("At capacity: the loadouts full at their binding limit: the tokens of 532.3 users, where the supported "
             "users (520) count whole users per loadout") in out
+
+
+def test_one_user_is_named_in_the_singular(catalog):
+    r = plan(Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+                                      "workload": {"preset": "coding-developer-median"}, "target_users": 1}), catalog)
+    cards = {c.key: c for c in plan_cards(r)}
+    assert cards["cost_per_mtok"].label.endswith("at your 1 user")
+    assert cards["loadouts"].note.endswith("for 1 user")

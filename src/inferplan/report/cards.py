@@ -13,7 +13,7 @@ from inferplan.economics.sizing import PREFILL_POOL_BINDS
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text, monthly_text
 from inferplan.report.sources import SourceNote
-from inferplan.units import fmt_billions
+from inferplan.units import fmt_billions, plural
 
 
 class Card(BaseModel):
@@ -122,7 +122,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="billing", label="Monthly private billing at selected price", value=_monthly(r, r.monthly_billing_usd, currency)),
         Card(key="api_cost", label="Selected API cost for served target", value=_monthly(r, r.api_cost_for_served_usd_per_month, currency)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
-        Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {r.served_users:,} users",
+        Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {plural(r.served_users, 'user')}",
              value=m(r.owner_cost_usd_per_mtok, 3), note="input + output; the month's cost over the served users' tokens"),
         Card(key="cost_per_mtok_at_capacity",
              label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
@@ -218,7 +218,7 @@ def _loadouts_note(r: PlanResult) -> str:
         return f"{what}, what owning would run; the rented cells are another machine (the rent's)"
     if r.served_users < r.target_users:  # stated cells, or a prefill pool, carry fewer than the target
         return f"{what}, serving {r.served_users:,} of the {r.target_users:,} target users"
-    return f"{what} for {r.target_users:,} users"
+    return f"{what} for {plural(r.target_users, 'user')}"
 
 
 def _rented_cells(r: PlanResult) -> str:
@@ -230,7 +230,7 @@ def _rented_cells(r: PlanResult) -> str:
           if r.rented_instances else "")
     return (f"{r.rented_cells:,} replica cell{'s' if r.rented_cells != 1 else ''} of {r.rented_cell_gpus} GPU"
             f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){_prefill_pool(r)}{on}, carrying "
-            f"{r.rented_users:,} users; ")
+            f"{plural(r.rented_users, 'user')}; ")
 
 
 def _prefill_pool(r: PlanResult) -> str:
