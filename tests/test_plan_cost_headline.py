@@ -65,3 +65,22 @@ def test_the_at_capacity_card_of_rented_cells_counts_whole_users_per_rented_cell
     note = {c.key: c for c in plan_cards(r)}["cost_per_mtok_at_capacity"].note
     assert "where the supported users (504) count whole users per rented cell;" in note
     assert "per loadout" not in note
+
+
+def test_the_headline_without_explain_says_why_the_users_at_capacity_differ(tmp_path):
+    """The headline hides the cards' notes; the at-capacity card's note, which says the supported users count whole
+    users per loadout, is printed beneath it in the library's words, as the web page shows it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.3-70b\nquantization: fp8\nplatform: {system: hgx-h100}\n"
+                    "workload: {preset: coding-developer-median}\ntarget_users: 500\n")
+    out = " ".join(CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=160).stdout.split())
+    assert ("At capacity: the loadouts full at their binding limit: the tokens of 532.3 users, where the supported "
+            "users (520) count whole users per loadout") in out
+
+
+def test_one_user_is_named_in_the_singular(catalog):
+    r = plan(Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+                                      "workload": {"preset": "coding-developer-median"}, "target_users": 1}), catalog)
+    cards = {c.key: c for c in plan_cards(r)}
+    assert cards["cost_per_mtok"].label.endswith("at your 1 user")
+    assert cards["loadouts"].note.endswith("for 1 user")

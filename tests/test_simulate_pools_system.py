@@ -125,3 +125,10 @@ def test_a_drafting_disaggregated_search_pick_posted_again_gives_its_percentiles
     assert reply.status_code == 200, reply.text
     for name in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
         assert reply.json()["simulation"][name] == pytest.approx(getattr(r.simulation, name), rel=1e-12), name
+
+
+def test_one_prefill_instance_of_one_gpu_is_named_in_the_singular():
+    r = _run("simulate", "--model", "qwen3-8b", "--system", "tinybox-green-v2", "-tp", 4, "--prefill-instances", 1,
+             "--prefill-tensor-parallel-size", 1, "--request-rate", 2, "--requests", 200)
+    assert r.exit_code == 2, r.output
+    assert "1 prefill instance of 1 GPU and 1 decode instance of 4 GPUs take 5 GPUs" in " ".join(r.output.split())

@@ -13,7 +13,7 @@ from inferplan.economics.sizing import PREFILL_POOL_BINDS
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text, monthly_text
 from inferplan.report.sources import SourceNote
-from inferplan.units import fmt_billions
+from inferplan.units import fmt_billions, plural
 
 
 class Card(BaseModel):
@@ -122,13 +122,12 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="billing", label="Monthly private billing at selected price", value=_monthly(r, r.monthly_billing_usd, currency)),
         Card(key="api_cost", label="Selected API cost for served target", value=_monthly(r, r.api_cost_for_served_usd_per_month, currency)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
-        Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {r.served_users:,} users",
+        Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {plural(r.served_users, 'user')}",
              value=m(r.owner_cost_usd_per_mtok, 3), note="input + output; the month's cost over the served users' tokens"),
         Card(key="cost_per_mtok_at_capacity",
              label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
              value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
-             note=f"input + output, the {'rented cells' if r.users_on_rented_cells else 'loadouts'} full"
-                  f"{_capacity_users_note(r)}; per million output tokens at capacity: "
+             note=f"input + output, {capacity_users_note(r) or _full(r)}; per million output tokens at capacity: "
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
@@ -151,21 +150,26 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     ]
 
 
-def _capacity_users_note(r: PlanResult) -> str:
+def _full(r: PlanResult) -> str:
+    return f"the {'rented cells' if r.users_on_rented_cells else 'loadouts'} full"
+
+
+def capacity_users_note(r: PlanResult) -> str:
     """Why the users at capacity differ from the supported users: rented cells where the paid instances hold more
-    cells than the target needs, else the tokens the binding limit allows, not whole users."""
+    cells than the target needs, else the tokens the binding limit allows, not whole users; empty where they agree.
+    The at-capacity card carries it, and a headline without the cards' notes prints it beside them."""
     if not r.capacity_users or r.capacity_users == r.supported_users:
         return ""
     held, cells = r.rented_held_cells or 0, r.rented_cells or 0
     if r.users_on_rented_cells and held > cells:
-        return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the {held:,} cells "
-                f"the paid instances hold, where the supported users ({r.supported_users:,}) are those of the "
-                f"{cells:,} cell{'s' if cells != 1 else ''} the target needs")
+        return (f"{_full(r)} at their binding limit: the tokens of {r.capacity_users:,.1f} users, those of the "
+                f"{held:,} cells the paid instances hold, where the supported users ({r.supported_users:,}) are "
+                f"those of the {cells:,} cell{'s' if cells != 1 else ''} the target needs")
     # whole users per replica cell where the target's cells are rented, per loadout where the loadouts carry them;
     # stated replicas floor their users once over all the cells
     per = "" if r.stated_replicas is not None else " per rented cell" if r.users_on_rented_cells else " per loadout"
-    return (f" at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported users "
-            f"({r.supported_users:,}) count whole users{per}")
+    return (f"{_full(r)} at their binding limit: the tokens of {r.capacity_users:,.1f} users, where the supported "
+            f"users ({r.supported_users:,}) count whole users{per}")
 
 
 def _binding(r: PlanResult) -> str:
@@ -217,7 +221,7 @@ def _loadouts_note(r: PlanResult) -> str:
         return f"{what}, what owning would run; the rented cells are another machine (the rent's)"
     if r.served_users < r.target_users:  # stated cells, or a prefill pool, carry fewer than the target
         return f"{what}, serving {r.served_users:,} of the {r.target_users:,} target users"
-    return f"{what} for {r.target_users:,} users"
+    return f"{what} for {plural(r.target_users, 'user')}"
 
 
 def _rented_cells(r: PlanResult) -> str:
@@ -229,7 +233,7 @@ def _rented_cells(r: PlanResult) -> str:
           if r.rented_instances else "")
     return (f"{r.rented_cells:,} replica cell{'s' if r.rented_cells != 1 else ''} of {r.rented_cell_gpus} GPU"
             f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){_prefill_pool(r)}{on}, carrying "
-            f"{r.rented_users:,} users; ")
+            f"{plural(r.rented_users, 'user')}; ")
 
 
 def _prefill_pool(r: PlanResult) -> str:

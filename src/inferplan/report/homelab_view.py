@@ -15,7 +15,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.performance.here import ModelOnGpus, OffloadOnGpus, WhatRuns
 from inferplan.report.numbers import whole_count_text
-from inferplan.units import GiB
+from inferplan.units import GiB, plural
 
 
 class _Frozen(BaseModel):
@@ -45,7 +45,7 @@ class HomelabView(_Frozen):
 def _verdict(m: ModelOnGpus) -> str:
     if m.fits:
         return "runs" if m.ttft_s is not None else "runs (no speed estimate for it here)"
-    return "no layout of this GPU holds it" if m.gpus_needed is None else f"needs {m.gpus_needed:,} GPUs"
+    return "no layout of this GPU holds it" if m.gpus_needed is None else f"needs {plural(m.gpus_needed, 'GPU')}"
 
 
 def _gib(memory_bytes: float) -> str:

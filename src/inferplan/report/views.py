@@ -26,7 +26,7 @@ from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
 from inferplan.search.deploying import plan_launch
 from inferplan.search.experts_over_dp import EXPERTS_OVER_DP
-from inferplan.units import BILLION, GB, GiB
+from inferplan.units import BILLION, GB, GiB, plural
 
 
 class PlanRequest(Input):
@@ -117,7 +117,7 @@ def _memory_part(s: Scenario, cell: CellCapacity, accelerator: str, workload: Wo
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
                f"{memory.weights_bytes_per_gpu / GiB:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / GiB:,.1f} GiB per GPU "
                f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
-               f"At the {workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
+               f"At the {workload.target_output_tokens_per_s:g} tok/s target a cell runs {plural(cell.concurrency_at_target, 'request')} "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
     return MemoryView(memory=memory, frontier=curve, memory_summary=summary,
                       charts={"memory": memory_breakdown(memory), "frontier": frontier_chart(curve)})

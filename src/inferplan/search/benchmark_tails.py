@@ -30,6 +30,7 @@ from inferplan.search.arrivals import Load
 from inferplan.search.queueing import approximate
 from inferplan.search.service import ServiceCurve
 from inferplan.search.simulate import simulate
+from inferplan.units import plural
 
 TAIL_METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
 
@@ -74,7 +75,7 @@ def run_load(*, input_tokens: float, output_tokens: float, requests: int | None,
 def describe(load: Load) -> str:
     if load.arrival == "poisson":
         return f"poisson {load.request_rate_per_s:g}/s"
-    return f"closed loop, {load.clients} clients"
+    return f"closed loop, {plural(load.clients, 'client')}"
 
 
 def predict_tails(curve: ServiceCurve, load: Load, *, requests: int | None, simulated_requests: int) -> PredictedTails:

@@ -323,9 +323,9 @@ def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
     share = (system.accelerator_count - prefill) // q.replicas
     gpus = d.gpus or share - share % instance
     if gpus < 1 or prefill + q.replicas * gpus > system.accelerator_count:
-        decode = f"{q.replicas} decode instance{'s' if q.replicas > 1 else ''} of {gpus or instance} GPUs"
+        decode = f"{plural(q.replicas, 'decode instance')} of {plural(gpus or instance, 'GPU')}"
         raise InvalidScenarioError(
-            f"{q.prefill_instances} prefill instances of {_prefill_gpus(q)} GPUs and {decode} take "
+            f"{plural(q.prefill_instances, 'prefill instance')} of {plural(_prefill_gpus(q), 'GPU')} and {decode} take "
             f"{prefill + q.replicas * (gpus or instance)} GPUs; {system.name} has {system.accelerator_count}",
             field="gpus", allowed=(f"at most {share} GPUs per decode instance beside the prefill pool" if share >= 1 else
                                    f"fewer prefill instances, or pools within {system.accelerator_count} GPUs")

@@ -196,7 +196,13 @@ async function runSearch(event) {
 async function runHomelab(event) {
   event.preventDefault();
   $("homelab-error").hidden = true;
-  $("homelab-status").textContent = "computing…";
+  // the best way for each model runs every model on each engine the GPU takes, and no figure of its progress
+  // comes back: the words say what is being done and that it can take a while, the chosen engine once
+  const engine = $("homelab-engine");
+  $("homelab-status").textContent = engine.value
+    ? `computing every model on ${engine.selectedOptions[0].textContent}…`
+    : "computing every model on each engine this GPU runs, to keep the best for each: this can take a while…";
+  $("homelab-form").setAttribute("aria-busy", "true");
   const request = { gpu: sizedId($("homelab-memory"), $("homelab-gpu").value), gpus: Number($("homelab-gpus").value || 1) };
   if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
   if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
@@ -227,5 +233,6 @@ async function runHomelab(event) {
     $("homelab-error").textContent = refusal($("homelab-form"), err);
     $("homelab-error").hidden = false;
   }
+  $("homelab-form").removeAttribute("aria-busy");
   document.body.dataset.homelab = String(Date.now());
 }
