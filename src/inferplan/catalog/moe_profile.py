@@ -17,6 +17,9 @@ sharing storage with the tokens x H output) beside workspace2 (tokens x top-k x 
 gated Triton experts (``MarlinExperts``/``TritonExperts.workspace_shapes``; ``workspace_shapes`` names which,
 H there the experts' input width, a LatentMoE model's latent width), so those bytes add to the
 profile's peak instead of meeting the sampler pass in the larger of the two (``shapes: modular_workspaces``).
+Emulated NVFP4 experts on ROCm (vLLM 0.20-0.33) dequantize every expert of the layer the GPU holds, w13 then w2,
+to the activations' dtype before the Triton experts run, and free the copies when the layer returns
+(``shapes: dequantized_experts``).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
 
@@ -39,8 +42,12 @@ class MoeKernelBuffers(Frozen):
     chunk_tokens: int | None = Field(None, ge=1)  # tokens per call at most (None: the whole batch at once)
     output_copy: bool  # a new tokens x hidden output tensor beside the caches (not written in place)
     # intermediate_caches: tokens x top-k x (max(2I, H) + I), freed when the layer returns; modular_workspaces:
-    # tokens x top-k x (max(I, H) + max(2I, H)) in the workspace manager's buffer, kept after the profile
-    shapes: Literal["intermediate_caches", "modular_workspaces"] = "intermediate_caches"
+    # tokens x top-k x (max(I, H) + max(2I, H)) in the workspace manager's buffer, kept after the profile;
+    # dequantized_experts: the GPU's experts of one layer dequantized to the activations' dtype in the call
+    shapes: Literal["intermediate_caches", "modular_workspaces", "dequantized_experts"] = "intermediate_caches"
+    # dequantized_experts only: bytes per expert weight live while one expert tensor (w13, then w2) is dequantized,
+    # its output included; the dequantized w13 stays beside w2's
+    dequant_peak_bytes_per_weight: float | None = Field(None, gt=0)
     # the modular kernel's experts' workspace_shapes (memory/moe_layout.py modular_workspace); with modular_workspaces only
     workspace_shapes: Literal["marlin", "triton", "humming"] | None = None
     without_expert_parallel: bool = False  # the experts take this kernel only without expert parallelism
@@ -56,6 +63,8 @@ class MoeKernelBuffers(Frozen):
         if (self.shapes == "modular_workspaces") != (self.workspace_shapes is not None):
             raise ValueError("workspace_shapes (marlin, triton or humming) names the experts' modular_workspaces, "
                              "and only those")
+        if (self.shapes == "dequantized_experts") != (self.dequant_peak_bytes_per_weight is not None):
+            raise ValueError("dequant_peak_bytes_per_weight names the dequantized_experts' peak, and only theirs")
         return self
 
     @property

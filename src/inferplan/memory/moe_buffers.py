@@ -9,6 +9,8 @@ place. They are freed when the layer returns, so they meet the sampler pass only
 The modular kernel's workspaces (vLLM 0.17 on) hold tokens x top-k x (max(I, H) + max(2I, H)) elements for
 Marlin's and gated Triton experts (max(I, H) twice for Triton's plain activations; moe_layout.modular_workspace),
 the output inside workspace13, in the workspace manager's buffer, which is kept: they add to the peak.
+Emulated experts dequantize the GPU's experts of the layer, w13 then w2, and free the copies when it returns:
+the peak is the larger of w13's dequantization and the dequantized w13 beside w2's, whatever the tokens.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Acc
     width, topk = expert_input_width(arch), arch.moe.experts_per_token
     batch = min(gathered, kernel.chunk_tokens) if kernel.chunk_tokens else gathered
     chunk = f"a chunk of {batch:,} of {said}" if batch < gathered else f"{said} at once"
+    if kernel.shapes == "dequantized_experts":
+        return _dequantized(arch, kernel, entry.element_bytes, share=share, width=width,
+                            ranks=tp * (data_parallel if entry.data_parallel_gather else 1),
+                            expert_parallel=expert_parallel)
     if kernel.kept:
         total, shown = modular_workspace(kernel.workspace_shapes, tokens=batch, topk=topk, inter=share, width=width,
                                          element_bytes=entry.element_bytes, gate_rows=arch.mlp_projections - 1,
@@ -83,3 +89,16 @@ def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Acc
     shown = f" + {gathered:,} × {width} output" if output else ""
     return MoeCaches(total, f"{kernel.kernel} MoE caches for {chunk}: ({batch:,} × top-{topk} × (max(2 × {share}, "
                             f"{width}) + {share}){shown}) × {entry.element_bytes:g} B = {total / GiB:.2f} GiB")
+
+
+def _dequantized(arch: Architecture, kernel: MoeKernelBuffers, element_bytes: float, *, share: int, width: int,
+                 ranks: int, expert_parallel: bool) -> MoeCaches:
+    """One layer's experts dequantized in the call: w13's dequantization, or its copy beside w2's, the larger."""
+    experts = -(-arch.moe.num_experts // ranks) if expert_parallel else arch.moe.num_experts
+    gate_rows = arch.mlp_projections - 1
+    w13, w2 = experts * gate_rows * share * width, experts * share * width
+    peak = kernel.dequant_peak_bytes_per_weight
+    total = max(peak * w13, element_bytes * w13 + peak * w2)
+    return MoeCaches(total, f"{kernel.kernel}: {experts} experts' weights dequantized per forward, max({peak:g} B × "
+                            f"{w13:,} w13, {element_bytes:g} B × {w13:,} + {peak:g} B × {w2:,} w2) = "
+                            f"{total / GiB:.2f} GiB")

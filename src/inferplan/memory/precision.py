@@ -21,8 +21,8 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
     emulated = quant.emulation(accel, engine_id, d.engine_version)
     if emulated is not None:
         notes.append(f"{accel.name} runs no native {quant.id} kernels and {engine_id} emulates it: every forward "
-                     f"dequantizes the weights into a {emulated.materialized_format} copy (same memory, more traffic "
-                     f"than {emulated.materialized_format} weights)")
+                     f"dequantizes the weights into a {emulated.materialized_format} copy (weights held packed, the copy "
+                     f"transient; more traffic than {emulated.materialized_format} weights)")
     elif not quant.native_on(accel):
         experts = quant.expert_emulation(accel, engine_id, d.engine_version) if has_routed_experts(spec) else None
         them = (f"; its routed experts are emulated: every forward dequantizes them into a "
