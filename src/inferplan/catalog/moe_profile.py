@@ -17,7 +17,7 @@ sharing storage with the tokens x H output) beside workspace2 (tokens x top-k x 
 gated Triton experts (``MarlinExperts``/``TritonExperts.workspace_shapes``; ``workspace_shapes`` names which,
 H there the experts' input width, a LatentMoE model's latent width), so those bytes add to the
 profile's peak instead of meeting the sampler pass in the larger of the two (``shapes: modular_workspaces``).
-Emulated NVFP4 experts on ROCm (vLLM 0.20-0.33) dequantize every expert of the layer the GPU holds, w13 then w2,
+Emulated NVFP4 experts on ROCm (vLLM 0.20-0.24) dequantize every expert of the layer the GPU holds, w13 then w2,
 to the activations' dtype before the Triton experts run, and free the copies when the layer returns
 (``shapes: dequantized_experts``).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
