@@ -10,7 +10,7 @@ from inferplan.shells.cli import app
 
 
 @pytest.mark.parametrize(("content", "fmt", "field", "place"), [
-    ('{"bad json', "vllm", "line 1", "line 1: not JSON"),
+    ('{"bad json', "vllm", "line 1", "line 1, column 2: not valid JSON (Unterminated string"),
     ("{}", "vllm", "completed", "completed: missing"),
     ("concurrency,ttft_ms\n1,2\n", "csv", "line 1", "line 1: the header lacks"),
 ])

@@ -38,7 +38,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.genai_perf_format import parse_genai_perf
 from inferplan.measurements.guidellm_format import parse_guidellm
-from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
+from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_documents, json_lines, measured_point,
                                                   read_count, read_json, read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.run_record import MeasuredPoint
@@ -281,6 +281,9 @@ def guess_format(name: str, text: str) -> str:
     """The format a file is in, from its name and first bytes (``--format`` says it outright); a compression's
     ending (``.gz``, ``.xz`` …) is passed over, its text being the decompressed file's."""
     lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
+    if not head:
+        raise InvalidScenarioError(f"{name}: the file is empty (nothing but white space)", field="file",
+                                   allowed=f"a result file of one of: {', '.join(FORMATS)}")
     if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
         return "llama-bench"  # before the .jsonl ending: llama-bench -o jsonl writes one too
     if head.startswith("{") and any(f'"{key}"' in head for key in VLLM_ONLY_KEYS):
@@ -297,6 +300,15 @@ def guess_format(name: str, text: str) -> str:
         return "vllm"
     if lower.endswith(".csv"):
         return "csv"
+    if head.startswith(("{", "[")):  # a file that reads as JSON but does not parse is said to be so, not unknown
+        try:
+            json_documents(text, "json")
+        except InvalidScenarioError as exc:
+            raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed="valid JSON") from None
+    if head.startswith("["):  # a list of results joined by hand, or of tests another tool wrote
+        raise InvalidScenarioError(f"{name}: a JSON list that is not llama-bench -o json's tests (n_prompt, n_gen, avg_ts); "
+                                   "the other clients write one result object, so import each result as a file of its "
+                                   "own", field="format", allowed=", ".join(FORMATS))
     raise InvalidScenarioError(f"{name}: cannot tell which client wrote it", field="format", allowed=", ".join(FORMATS))
 
 

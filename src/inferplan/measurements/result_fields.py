@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any, Iterator
 
 from pydantic import ValidationError
@@ -76,24 +77,57 @@ def measured_point(where: str, fmt: str, keys: dict[str, str] | None = None, **f
         raise bad_field(f"{where}{key}", f"out of range ({first['msg']}{held})", fmt) from None
 
 
+def not_json(exc: ValueError | RecursionError, fmt: str, line: int = 1, what: str = "") -> InvalidScenarioError:
+    """A document that does not parse, refused naming the line and column the parser stopped at and its message
+    (``line``: the line a JSON-lines record is on, whose own line the parser counts as its first); one nested past
+    Python's recursion limit, or with a whole number longer than Python converts (a ValueError that names no place)."""
+    if isinstance(exc, RecursionError):
+        return bad_field(f"line {line}", f"not read as JSON (nested too deeply){what}", fmt)
+    if not isinstance(exc, json.JSONDecodeError):
+        return bad_field(f"line {line}", f"not read as JSON: a whole number of more than {sys.get_int_max_str_digits():,} "
+                         f"digits{what}", fmt)
+    at = line + exc.lineno - 1
+    return InvalidScenarioError(f"line {at}, column {exc.colno}: not valid JSON ({exc.msg}){what}", field=f"line {at}",
+                                allowed=f"a {fmt} result file (docs/measurements.md)")
+
+
 def read_json(text: str, fmt: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        line = getattr(exc, "lineno", 1)
-        raise bad_field(f"line {line}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})", fmt) from None
+    except (ValueError, RecursionError) as exc:
+        raise not_json(exc, fmt) from None
+
+
+def json_documents(text: str, fmt: str) -> list[tuple[int, Any]]:
+    """The JSON documents a file holds one after another (a vLLM ``--append-result`` file, JSON lines), each with the
+    line it starts on; the first that does not parse is refused naming its line and column."""
+    decoder, documents, at, line, counted = json.JSONDecoder(), [], 0, 1, 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text) and documents:
+            return documents
+        line, counted = line + text.count("\n", counted, at), at  # newlines counted once, up to where a document starts
+        try:
+            document, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError) as exc:
+            raise not_json(exc, fmt, 1 if isinstance(exc, json.JSONDecodeError) else line) from None
+        documents.append((line, document))
+        if len(documents) > MAX_POINTS:
+            raise bad_field(f"line {line}", f"more than {MAX_POINTS:,} results", fmt)
 
 
 def json_lines(text: str, fmt: str, what: str) -> Iterator[tuple[int, Any]]:
     """A JSON-lines file's documents in order, each with its line number, blank lines passed over; a line that is not
-    JSON is refused naming it when it is reached (``what``: what a line holds, "one run per line")."""
+    JSON is refused naming it and the column the parser stopped at when it is reached (``what``: what a line holds,
+    "one run per line")."""
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             document = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            raise bad_field(f"line {n}", f"not a JSON object ({what})", fmt) from None
+        except (ValueError, RecursionError) as exc:
+            raise not_json(exc, fmt, n, f"; {what}") from None
         yield n, document
 
 

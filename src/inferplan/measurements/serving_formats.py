@@ -6,7 +6,6 @@ docs/measurements.md), with the acceptance the server measured where the file sa
 from __future__ import annotations
 
 import functools
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.measurements.result_fields import (MAX_POINTS, Parsed, bad_field, from_ms, iso_date, json_lines, measured_point,
-                                                  read_count, read_json, read_number, text_of)
+from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, json_documents, json_lines, measured_point,
+                                                  read_count, read_number, text_of)
 from inferplan.performance.run_record import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
@@ -151,7 +150,7 @@ def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
 def parse_vllm(text: str) -> Parsed:
     """One ``vllm bench serve`` result, or the several that ``--append-result`` writes into one file (a JSON object
     a line): one point each, of one server, so the model and deployment every run names must agree."""
-    runs = _vllm_runs(text)
+    runs = json_documents(text, "vllm")
     if len(runs) == 1:
         run = runs[0][1]
         return Parsed([_serving_point(run, "vllm", "")], model=text_of(run.get("model_id")), model_field="model_id",
@@ -168,29 +167,6 @@ def parse_vllm(text: str) -> Parsed:
     return Parsed(points, places=wheres, model=text_of(first.get("model_id")), model_field="model_id",
                   date=dates[-1] if dates else None, **_stated_deployment(first),
                   **_pooled_acceptance([run for _, run in runs], wheres))
-
-
-def _vllm_runs(text: str) -> list[tuple[int, Any]]:
-    """The JSON documents of a vLLM result file, each with the line it starts on: ``--append-result`` writes a
-    newline and the next result after the ones already there."""
-    decoder, runs, at, line, counted = json.JSONDecoder(), [], 0, 1, 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at == len(text) and runs:
-            return runs
-        line, counted = line + text.count("\n", counted, at), at  # newlines counted once, up to where a result starts
-        try:
-            run, end = decoder.raw_decode(text, at)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            if not runs:  # the file's own error, as a single result's
-                read_json(text, "vllm")
-            raise bad_field(f"line {getattr(exc, 'lineno', line)}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})",
-                            "vllm") from None
-        runs.append((line, run))
-        if len(runs) > MAX_POINTS:
-            raise bad_field(f"line {line}", f"more than {MAX_POINTS:,} results", "vllm")
-        at = end
 
 
 def _pooled_acceptance(runs: list[Any], wheres: list[str]) -> dict[str, object]:
