@@ -57,3 +57,22 @@ def test_write_replaces_only_the_block_and_check_sees_a_stale_one(tmp_path, monk
     assert cli_docs.main(["--write"]) == 0
     assert doc.read_text() == f"{cli_docs.START}\nnew reference\n{cli_docs.END}\n\nnotes by hand\n"
     assert cli_docs.main(["--check"]) == 0
+
+
+def _help_commands(*path: str) -> list[str]:
+    """The commands ``inferplan <path> --help`` lists, in its order."""
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    listing = CliRunner().invoke(app, [*path, "--help"]).output.split("Commands:\n", 1)[1]
+    return [line.split()[0] for line in listing.splitlines() if line.startswith("  ") and line.strip()]
+
+
+def test_the_reference_lists_the_commands_in_the_order_help_does():
+    block = cli_docs.render()
+    top = [line.split("`")[1].split()[1] for line in block.splitlines() if line.startswith("## `inferplan ")]
+    assert top == _help_commands()
+    for group in ("catalog", "measurements", "model"):
+        subs = [line.split("`")[1].split()[2] for line in block.splitlines() if line.startswith(f"### `inferplan {group} ")]
+        assert subs == _help_commands(group), group

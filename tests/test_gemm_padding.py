@@ -21,6 +21,8 @@ from inferplan.performance.serving import estimate_at
 from inferplan.performance.work import model_work
 from inferplan.validation.overlap_grid import with_rates
 
+from catalog_edits import with_constants
+
 CATALOG = load_catalog()
 ROWS = CATALOG.constant("gemm-min-rows")
 
@@ -142,15 +144,13 @@ def test_padding_never_shortens_a_step_and_more_sequences_never_shorten_it(batch
     assert decode_step(ctx.work, ctx.mp.layout, rates, batch=batch + 1, **shape).seconds >= padded.seconds * (1 - 1e-12)
 
 
-def test_a_tile_below_one_row_is_refused_with_the_constant_named(monkeypatch):
-    shipped = type(CATALOG).constant
-    monkeypatch.setattr(type(CATALOG), "constant",
-                        lambda self, name: 0.5 if name == "gemm-min-rows" else shipped(self, name))
+def test_a_tile_below_one_row_is_refused_with_the_constant_named():
+    half_row = with_constants(CATALOG, {"gemm-min-rows": 0.5})
     h100 = CATALOG.accelerator("h100-sxm")
     with pytest.raises(InferplanError) as err:
-        gemm_min_rows(CATALOG, "vllm", h100)
+        gemm_min_rows(half_row, "vllm", h100)
     assert err.value.field == "calibration.yaml gemm-min-rows" and "1 (no padding)" in err.value.describe()
-    assert gemm_min_rows(CATALOG, "llamacpp", h100) == 1.0  # an engine that does not pad never reads it
+    assert gemm_min_rows(half_row, "llamacpp", h100) == 1.0  # an engine that does not pad never reads it
 
 
 def test_the_grid_moves_the_tile_only_where_the_engine_pads():

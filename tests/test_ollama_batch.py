@@ -11,8 +11,9 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.ollama_schema import GenerationBatch
 from inferplan.deploy import launch_command
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory import fit_placement
 from inferplan.memory.fit import fit, placed_deployment
+
+from catalog_edits import with_record
 
 CATALOG = load_catalog()
 RULE = CATALOG.ollama_runners.records["ollama"].generation_batch
@@ -54,12 +55,10 @@ def test_a_stated_ubatch_size_wins_and_launches_as_num_batch():
     assert not any(n.startswith("ubatch_size") and "takes no setting" in n for n in command.notes)
 
 
-def test_the_rule_is_the_runners_data(monkeypatch):
-    wired = fit(Deployment(model="gpt-oss:20b", gpu="rtx-pro-6000"), CATALOG).activation_bytes_per_gpu
-    runner = CATALOG.ollama_runners.records["ollama"]
-    monkeypatch.setitem(CATALOG.ollama_runners.records, "ollama", runner.model_copy(update={"generation_batch": None}))
-    monkeypatch.setattr(fit_placement, "_PLACED", type(fit_placement._PLACED)())
-    unwired = fit(Deployment(model="gpt-oss:20b", gpu="rtx-pro-6000", max_num_seqs=1), CATALOG)
+def test_the_rule_is_the_runners_data():
+    d = Deployment(model="gpt-oss:20b", gpu="rtx-pro-6000")
+    wired = fit(d, CATALOG).activation_bytes_per_gpu
+    unwired = fit(d, with_record(CATALOG, "ollama_runners", "ollama", generation_batch=None))
     assert unwired.activation_bytes_per_gpu < wired and not any("-b / -ub" in a for a in unwired.assumptions)
 
 

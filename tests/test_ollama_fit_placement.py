@@ -4,20 +4,19 @@ states no --n-gpu-layers, so --fit keeps everything on the GPU where that leaves
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from fastapi.testclient import TestClient
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.memory import fit_placement
 from inferplan.memory.fit import fit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.slots import SLOT_LIMIT, most_slots
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.serving import estimate
 from inferplan.shells.api import create_app
+
+from catalog_edits import with_record
 
 CATALOG = load_catalog()
 RULE = CATALOG.ollama_runners.records["ollama"].placement
@@ -44,13 +43,11 @@ def test_the_split_is_the_most_layers_that_keep_the_margin_free():
     assert fits(n + 1, 0.0)  # without the margin one more layer would fit: the margin is what set the split
 
 
-def test_the_margin_is_the_rules_data(monkeypatch):
-    chosen = fit(Deployment(model="qwen3:32b", gpu="rtx-4090"), CATALOG).n_gpu_layers
-    runner = CATALOG.ollama_runners.records["ollama"]
+def test_the_margin_is_the_rules_data():
+    d = Deployment(model="qwen3:32b", gpu="rtx-4090")
     none_kept = RULE.model_copy(update={"margin_bytes": RULE.margin_bytes.model_copy(update={"value": 0.0})})
-    monkeypatch.setitem(CATALOG.ollama_runners.records, "ollama", runner.model_copy(update={"placement": none_kept}))
-    monkeypatch.setattr(fit_placement, "_PLACED", OrderedDict())
-    assert fit(Deployment(model="qwen3:32b", gpu="rtx-4090", max_num_seqs=1), CATALOG).n_gpu_layers > chosen
+    unwired = with_record(CATALOG, "ollama_runners", "ollama", placement=none_kept)
+    assert fit(d, unwired).n_gpu_layers > fit(d, CATALOG).n_gpu_layers
 
 
 def test_a_tag_that_fits_whole_keeps_every_layer_on_the_gpu():

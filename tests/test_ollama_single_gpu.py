@@ -8,12 +8,13 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.deploy import launch_command
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.memory import fit_placement
 from inferplan.memory.fit import fit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.ollama_batch import on_ollama_gpu
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.serving import estimate
+
+from catalog_edits import with_record
 
 CATALOG = load_catalog()
 TWO = Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2)
@@ -58,11 +59,9 @@ def test_deploy_says_ollama_loads_it_on_one_gpu():
     assert any(n.startswith("pipeline_parallel_size 2: not set, Ollama spreads") for n in large.notes)
 
 
-def test_unwired_the_tag_is_spread_over_every_gpu(monkeypatch):
-    runner = CATALOG.ollama_runners.records["ollama"]
-    monkeypatch.setitem(CATALOG.ollama_runners.records, "ollama", runner.model_copy(update={"single_gpu": None}))
-    monkeypatch.setattr(fit_placement, "_PLACED", type(fit_placement._PLACED)())
-    unwired = fit(TWO.model_copy(update={"max_num_seqs": 2}), CATALOG)
+def test_unwired_the_tag_is_spread_over_every_gpu():
+    spreading = with_record(CATALOG, "ollama_runners", "ollama", single_gpu=None)
+    unwired = fit(TWO.model_copy(update={"max_num_seqs": 2}), spreading)
     assert (unwired.parallel.gpus, unwired.parallel.pipeline_parallel_size) == (2, 2)
 
 

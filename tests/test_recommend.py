@@ -8,6 +8,8 @@ import pytest
 
 from inferplan.economics.recommend import RouteFigures, recommend
 
+from catalog_edits import with_constants
+
 # own: 10,000 + 360,000 / (3 × 12) = 20,000 a month
 BASE = RouteFigures(served_users=100, target_users=100, supported_users=120, loadouts=1, capex_usd=360_000.0,
                     modeled_monthly_operating_cost_usd=10_000.0, staff_usd_per_month=2_000.0,
@@ -56,7 +58,7 @@ def test_idle_capacity_is_judged_against_the_share_given():
 
 
 def test_the_plan_takes_the_rent_first_share_from_the_catalogue(monkeypatch):
-    from inferplan.catalog.loader import Catalog, load_catalog
+    from inferplan.catalog.loader import load_catalog
     from inferplan.economics import plan as planning
     from inferplan.economics.scenario import Scenario
 
@@ -65,11 +67,8 @@ def test_the_plan_takes_the_rent_first_share_from_the_catalogue(monkeypatch):
     assert catalog.sources["seed001-rent-first"].seed
     seen: list[RouteFigures] = []
     monkeypatch.setattr(planning, "recommend", lambda f: seen.append(f) or recommend(f))
-    shipped = Catalog.constant
-    monkeypatch.setattr(Catalog, "constant",
-                        lambda self, cid: 0.37 if cid == "rent-first-below-use" else shipped(self, cid))
     s = Scenario.model_validate(dict(
         name="t", model="llama-3.1-8b", platform={"system": "hgx-h100", "quote_usd_per_system": 400_000},
         workload={"preset": "coding-developer-median"}, target_users=300))
-    planning.plan(s, catalog)
+    planning.plan(s, with_constants(catalog, {"rent-first-below-use": 0.37}))
     assert [f.rent_first_below_use for f in seen] == [0.37]

@@ -18,6 +18,8 @@ from inferplan.performance.phases import StepTime, overlapped
 from inferplan.performance.serving import estimate_at
 from inferplan.validation.overlap_grid import scan, with_exponent
 
+from catalog_edits import with_constants
+
 CATALOG = load_catalog()
 times = st.floats(min_value=0.0, max_value=10.0, allow_nan=False)
 exponents = st.floats(min_value=1.0, max_value=64.0)
@@ -77,13 +79,12 @@ def test_decode_steps_and_prompts_combine_by_the_shipped_exponent():
     assert step.bound == ("memory" if step.memory_s >= step.compute_s else "compute")
 
 
-def test_an_exponent_below_one_is_refused_with_the_constant_named(monkeypatch):
+def test_an_exponent_below_one_is_refused_with_the_constant_named():
     from inferplan.errors import CatalogError
     from inferplan.performance.rates import overlap_exponent
 
-    monkeypatch.setattr(type(CATALOG), "constant", lambda self, name: 0.5)
     with pytest.raises(CatalogError) as refused:
-        overlap_exponent(CATALOG)
+        overlap_exponent(with_constants(CATALOG, {"roofline-overlap-exponent": 0.5}))
     assert "roofline-overlap-exponent" in refused.value.describe() and "allowed" in refused.value.describe()
 
 

@@ -16,6 +16,8 @@ from inferplan.performance.phases import decode_step
 from inferplan.performance.rates import weight_gemm_row_blocks
 from inferplan.performance.serving import estimate_at
 
+from catalog_edits import with_record
+
 CATALOG = load_catalog()
 ROWS = CATALOG.constant("gemm-min-rows")
 MARLIN = CATALOG.engine("vllm").weight_only_gemm_row_blocks
@@ -41,26 +43,19 @@ def test_the_blocks_come_from_the_engine_data_for_4_bit_weights_on_cuda_only():
     assert _ctx(model="qwen3-8b", engine="trtllm").rates.weight_gemm_row_blocks == ()
 
 
-def test_other_blocks_in_the_data_are_the_ones_the_rates_take(monkeypatch):
-    shipped = type(CATALOG).engine
-
-    def engine(self, name):
-        spec = shipped(self, name)
-        return spec.model_copy(update={"weight_only_gemm_row_blocks": (4.0, 12.0)}) if name == "vllm" else spec
-
-    monkeypatch.setattr(type(CATALOG), "engine", engine)
+def test_other_blocks_in_the_data_are_the_ones_the_rates_take():
+    other = with_record(CATALOG, "engines", "vllm", weight_only_gemm_row_blocks=(4.0, 12.0))
     rtx = CATALOG.accelerator("rtx-4090")
     awq = CATALOG.quantization("int4-awq")
-    assert weight_gemm_row_blocks(CATALOG, "vllm", rtx, awq, "bf16") == (4.0, 12.0)
-    assert weight_gemm_row_blocks(CATALOG, "vllm", rtx, awq, "int8") == ()  # not a 16-bit activation kernel
+    assert weight_gemm_row_blocks(other, "vllm", rtx, awq, "bf16") == (4.0, 12.0)
+    assert weight_gemm_row_blocks(other, "vllm", rtx, awq, "int8") == ()  # not a 16-bit activation kernel
 
 
-def test_blocks_out_of_order_are_refused_with_the_field_named(monkeypatch):
-    shipped = type(CATALOG).engine
-    monkeypatch.setattr(type(CATALOG), "engine", lambda self, name: shipped(self, name).model_copy(
-        update={"weight_only_gemm_row_blocks": (16.0, 8.0)}))
+def test_blocks_out_of_order_are_refused_with_the_field_named():
+    reversed_blocks = with_record(CATALOG, "engines", "sglang", weight_only_gemm_row_blocks=(16.0, 8.0))
     with pytest.raises(InferplanError) as err:
-        weight_gemm_row_blocks(CATALOG, "sglang", CATALOG.accelerator("rtx-4090"), CATALOG.quantization("int4-awq"), "fp16")
+        weight_gemm_row_blocks(reversed_blocks, "sglang", CATALOG.accelerator("rtx-4090"),
+                               CATALOG.quantization("int4-awq"), "fp16")
     assert err.value.field == "engines.yaml sglang weight_only_gemm_row_blocks" and "smallest first" in err.value.describe()
 
 

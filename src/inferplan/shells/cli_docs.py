@@ -66,9 +66,14 @@ def _command(path: list[str], command: object, level: int = 2) -> list[str]:
     return lines
 
 
+def listed(group: object) -> list[str]:
+    """``group``'s commands in the order its ``--help`` lists them (the root's ``HELP_ORDER``)."""
+    return list(group.list_commands(group.context_class(group)))  # the group's own click, vendored or not
+
+
 def _group(path: list[str], group: object) -> list[str]:
     lines = [f"## `inferplan {' '.join(path)}`", "", _cell(group.help or ""), ""]
-    for name in sorted(group.commands):
+    for name in listed(group):
         sub = group.commands[name]
         if not getattr(sub, "hidden", False):
             lines += _command([*path, name], sub, level=3)
@@ -80,15 +85,13 @@ def render(app: typer.Typer | None = None) -> str:
     if app is None:
         from inferplan.shells.cli import app
     root = typer.main.get_command(app)
-    top = sorted(n for n, c in root.commands.items() if not _is_group(c))
-    groups = sorted(n for n, c in root.commands.items() if _is_group(c))
+    names = listed(root)
     lines = [START, "", "# inferplan command-line reference", "", _cell(root.help or ""), "",
-             "Every command's `--help` prints the same text. Commands: "
-             + ", ".join(f"`{n}`" for n in sorted(top + groups)) + ".", ""]
-    for name in top:
-        lines += _command([name], root.commands[name])
-    for name in groups:
-        lines += _group([name], root.commands[name])
+             "Every command's `--help` prints the same text. Commands, in the order `inferplan --help` lists them: "
+             + ", ".join(f"`{n}`" for n in names) + ".", ""]
+    for name in names:
+        command = root.commands[name]
+        lines += _group([name], command) if _is_group(command) else _command([name], command)
     return "\n".join([*lines, END]) + "\n"
 
 
