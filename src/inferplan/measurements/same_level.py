@@ -9,19 +9,25 @@ points of one file at one level.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, Sequence
 
 from inferplan.errors import InvalidScenarioError
 
-if TYPE_CHECKING:
-    from inferplan.measurements.records import MeasuredRun
+
+class _Run(Protocol):
+    """What the check reads of a ``records.MeasuredRun`` (records imports this module, so it is not imported here)."""
+
+    file: str
+    points: Sequence[Any]
+
+    def model_dump_json(self, *, exclude: set[str]) -> str: ...
 
 # what each file of one import measures itself, beside the deployment and day it shares with the others; the
 # acceptance rate a run is planned at is not among them: the plans keep runs of other rates apart (``_drafts``)
 PER_FILE = {"id", "file", "points", "note", "measured_acceptance", "acceptance_origin", "kv_cache_tokens"}
 
 
-def one_point_per_level(runs: list["MeasuredRun"]) -> None:
+def one_point_per_level(runs: list[_Run]) -> None:
     """Refuse the second of two runs of one deployment and day holding a point at the same load level (concurrency,
     lengths, request rate), naming both files and points."""
     seen: dict[tuple, tuple[int, str, int]] = {}
