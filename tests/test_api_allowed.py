@@ -30,7 +30,7 @@ RATE = '"models":["llama-3.3-70b"],"input_len":10,"output_len":10'
     ("/api/simulate", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"request_rate_per_s":1,'
      '"workload":{"input_len":100000000,"output_len":10}}', ["workload", "output_len"], "value_error",
      "a whole number at least 1 and at most 100,000,000"),
-    ("/api/deploy", "{}", ["deployment"], "missing", "required: an object with the key model and up to 48 optional ones"),
+    ("/api/deploy", "{}", ["deployment"], "missing", "required: an object with the key model and up to 49 optional ones"),
     ("/api/deploy", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"speculative":"yes"}', ["speculative"],
      "model_attributes_type", "an object with the keys draft_model, method, tokens (tokens required)"),
 ])

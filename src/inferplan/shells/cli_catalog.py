@@ -14,7 +14,7 @@ model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging F
 # spelled out so `--help` does not import the catalogue; a test keeps it equal to catalog.query.KINDS
 CATALOG_KINDS_HELP = ("accelerators | systems | models | quantizations | kv-cache-dtypes | engines | calibration | "
                       "memory-points | speed-points | serving-profiles | rental-prices | api-prices | workload-presets | "
-                      "cost-defaults | rack-profiles | sites | engine-builds | speed-accuracy | engine-flags | gpu-resources | latency-points | benchmark-datasets | bench-tunings | memory-rules | kt-cpu-paths | moe-kernels | moe-kernel-rules | weight-rules | admission-rules | mtp-rules | eagle3-drafts | engine-support | gpu-refusals | integrated-gpu-refusals | ollama-runners | sources")
+                      "cost-defaults | rack-profiles | sites | engine-builds | speed-accuracy | engine-flags | gpu-resources | latency-points | benchmark-datasets | bench-tunings | memory-rules | kt-cpu-paths | moe-kernels | moe-kernel-rules | weight-rules | admission-rules | mtp-rules | eagle3-drafts | engine-support | gpu-refusals | integrated-gpu-refusals | ollama-runners | metal-working-sets | sources")
 
 
 @catalog_app.command("list")
