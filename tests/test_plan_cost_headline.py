@@ -78,6 +78,17 @@ def test_the_headline_without_explain_says_why_the_users_at_capacity_differ(tmp_
             "users (520) count whole users per loadout") in out
 
 
+def test_the_headline_leaves_a_fraction_of_a_user_to_the_card(catalog):
+    """Users at capacity less than one whole user beyond the supported users: the headline prints no line for it."""
+    from inferplan.report.cards import capacity_users_headline, capacity_users_note
+
+    r = plan(Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "platform": {"system": "hgx-h100"},
+                                      "workload": {"preset": "coding-developer-median"}, "target_users": 500}), catalog)
+    near = r.model_copy(update={"capacity_users": r.supported_users + 0.4})
+    assert capacity_users_note(near) and capacity_users_headline(near) == ""
+    assert capacity_users_headline(r) == capacity_users_note(r) != ""
+
+
 def test_one_user_is_named_in_the_singular(catalog):
     r = plan(Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "platform": {"system": "hgx-h100"},
                                       "workload": {"preset": "coding-developer-median"}, "target_users": 1}), catalog)

@@ -172,6 +172,14 @@ def capacity_users_note(r: PlanResult) -> str:
             f"users ({r.supported_users:,}) count whole users{per}")
 
 
+def capacity_users_headline(r: PlanResult) -> str:
+    """The at-capacity note where a headline prints it beside the figures: only where the users at capacity are a
+    whole user or more beyond the supported users (a fraction of one is the card's detail, which --explain shows)."""
+    if r.capacity_users is None or abs(r.capacity_users - r.supported_users) < 1:
+        return ""
+    return capacity_users_note(r)
+
+
 def _binding(r: PlanResult) -> str:
     """What limits the supported users: a loadout's tightest limit, or the prefill pool where it keeps up with
     fewer users' prompts than the decode pool carries."""

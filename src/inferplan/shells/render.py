@@ -328,7 +328,7 @@ PLAN_HEADLINE = ("users", "loadouts", "capex", "operating_cost", "break_even", "
 
 
 def print_plan(console: Console, r, currency: str = "usd", explain: bool = False) -> None:
-    from inferplan.report.cards import capacity_users_note, headline_notes, plan_cards, recommendation_reasons
+    from inferplan.report.cards import capacity_users_headline, headline_notes, plan_cards, recommendation_reasons
 
     for note in headline_notes(r):
         console.print(f"[bold]Note:[/] {escape(note)}", highlight=False)
@@ -346,7 +346,7 @@ def print_plan(console: Console, r, currency: str = "usd", explain: bool = False
     for card in cards:
         table.add_row(card.label, card.value, *((card.note,) if explain else ()))
     console.print(table)
-    if not explain and (why := capacity_users_note(r)):  # the at-capacity card's note, which --explain shows
+    if not explain and (why := capacity_users_headline(r)):  # the at-capacity card's note, which --explain shows
         console.print(f"At capacity: {escape(why)}", highlight=False)
     _assumptions_or_hint(console, r.assumptions, explain)
 
