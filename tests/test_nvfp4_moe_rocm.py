@@ -84,10 +84,11 @@ def test_a_dense_nvfp4_model_still_runs_on_mi300x_with_sglang(catalog):
                           max_model_len=8192), catalog).fits
 
 
-def test_vllm_0_19_is_refused_and_0_20_emulates_the_experts(catalog):
+@pytest.mark.parametrize("release", ["0.19.0", "0.19.1"])
+def test_vllm_0_19_is_refused_and_0_20_emulates_the_experts(catalog, release):
     with pytest.raises(InvalidScenarioError) as e:
-        fit(Deployment(**ON_MI300X, engine="vllm", engine_version="0.19.0"), catalog)
-    assert e.value.field == "quantization" and "vLLM after 0.19.0" in e.value.allowed
+        fit(Deployment(**ON_MI300X, engine="vllm", engine_version=release), catalog)
+    assert e.value.field == "quantization" and "vLLM after 0.19.1" in e.value.allowed
     plan = fit(Deployment(**ON_MI300X, engine="vllm", engine_version="0.20.0"), catalog)
     assert plan.fits and any("emulates" in a for a in plan.assumptions)
 

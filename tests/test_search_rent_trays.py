@@ -93,7 +93,7 @@ def test_bare_gpus_whose_listings_are_too_narrow_are_not_said_to_have_none(catal
                              speculative=False, disaggregated=False), catalog)
     assert not r.results
     assert r.infeasible_summary.cause == ("renting bare rtx-5090 GPUs cannot be priced: their rental listings rent "
-                                          "fewer GPUs in one host than an engine instance that meets the targets takes")
+                                          "fewer GPUs in one host (or one NVLink domain) than an engine instance that meets the targets takes")
 
 
 def test_the_buy_step_for_narrow_listings_offers_only_systems_that_hold_the_instance(catalog):

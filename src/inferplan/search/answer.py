@@ -38,7 +38,7 @@ def summarize(catalog: Catalog, req: SearchRequest, results: tuple[Deployed, ...
     if not bare:
         too_narrow = req.pricing == "rent" and _listed(catalog, infeasible, platforms)
         cause = ("no deployment can be priced: no rental listing hosts an engine instance that meets the targets "
-                 "(an instance's GPUs must share a rented host)" if too_narrow else
+                 "(an instance's GPUs must share one rented host, or one rented set an NVLink domain spans)" if too_narrow else
                  f"no deployment can be priced: {_route_words(req.pricing)}")
         return InfeasibleSummary(cause=cause, groups=groups,
                                  next_steps=_buy_whole(catalog, req, infeasible, platforms) if too_narrow else ())
@@ -131,8 +131,8 @@ def _unrented_words(catalog: Catalog, bare: list[str]) -> str:
     listed = {r.accelerator for r in catalog.rental_prices}
     narrow, none = [a for a in bare if a in listed], [a for a in bare if a not in listed]
     whose = "their" if not none else f"the {', '.join(narrow)}"
-    said = [f"{whose} rental listings rent fewer GPUs in one host than an engine instance that meets the targets "
-            "takes"] if narrow else []
+    said = [f"{whose} rental listings rent fewer GPUs in one host (or one NVLink domain) than an engine instance that meets "
+            "the targets takes"] if narrow else []
     if none:
         said.append(f"the catalogue has no rental listing for {'them' if not narrow else ', '.join(none)}")
     return "; ".join(said)
