@@ -36,5 +36,6 @@ def test_the_best_for_each_model_says_it_can_take_a_while(page, server):
 
 def test_a_chosen_engine_is_named_while_it_computes(page, server):
     page.goto(server + "/")
+    page.wait_for_selector("#homelab-engine option[value='llamacpp']", state="attached")  # options come from the API
     label = page.eval_on_selector("#homelab-engine", "s => [...s.options].find(o => o.value === 'llamacpp').textContent")
     assert _status_while_held(page, server, "llamacpp") == f"computing every model on {label}…"

@@ -378,12 +378,16 @@ def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine:
     inside the fast-link domain — where the launcher starts that. An engine that spreads an instance over
     hosts by layers only (llama.cpp's RPC) keeps its tensor-parallel ranks on one host (a rack's compute tray), and
     one with no multi-host launch inferplan writes (no ``multi_host`` entry: TensorRT-LLM) its whole instance, as
-    ``deploy``'s one-host command holds no more (``deploy.nodes.hosts_launch``)."""
+    ``deploy``'s one-host command holds no more (``deploy.nodes.hosts_launch``). Bare GPUs rented as a set an NVLink
+    domain spans (``RentalPrice.nvlink_spans_rental``) are hosts of a rented instance's GPUs each (a GB200 tray)."""
     flags = flags_for(catalog, engine)
     if flags is None:
         return layouts
     tray = p.system.os_host_gpus if p.system is not None else None
     host = int(tray.value) if tray is not None else p.gpus  # the GPUs one OS host sees (a rack's compute tray)
+    if p.system is None:  # bare GPUs rented as a set one NVLink domain spans: each rented instance is one host
+        host = min([q.gpus_per_instance for q in catalog.rental_prices
+                    if q.accelerator == p.accelerator.id and q.nvlink_spans_rental], default=host)
     layers_only = bool(flags.multi_host) and all(m.layers_only for m in flags.multi_host)
     one_host = not flags.multi_host
 
